@@ -1,0 +1,252 @@
+"""Reading CDX server answers in both dialects trawl meets.
+
+* The Internet Archive's wayback-cdx-server: ``output=json`` is one JSON array
+  of arrays whose first row names the fields (``original``, ``mimetype``,
+  ``statuscode``...); ``showNumPages`` is a bare integer.
+* pywb (Common Crawl's index server and most private archives): ``output=json``
+  is NDJSON, one object per line with keys ``url``, ``mime``, ``status``...;
+  ``showNumPages`` is a JSON object ``{"pages": N, ...}``.
+
+Parsing never raises on bad data: rows that cannot be read (a body cut off in
+the middle of a line, say) are skipped and counted, and the caller decides what
+a page with only bad rows means.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+import orjson
+
+from trawl.filters import FilterConfig
+
+
+class Dialect(str, Enum):
+    IA = "ia"
+    PYWB = "pywb"
+
+
+#: Our column -> the field name each dialect uses (also in ``fl=`` and ``filter=``).
+FIELDS: dict[Dialect, dict[str, str]] = {
+    Dialect.IA: {
+        "urls": "original",
+        "timestamps": "timestamp",
+        "statuses": "statuscode",
+        "mimes": "mimetype",
+        "digests": "digest",
+        "lengths": "length",
+    },
+    Dialect.PYWB: {
+        "urls": "url",
+        "timestamps": "timestamp",
+        "statuses": "status",
+        "mimes": "mime",
+        "digests": "digest",
+        "lengths": "length",
+    },
+}
+#: Any field name either dialect uses -> our column.
+COLUMN_OF: dict[str, str] = {name: column for fields in FIELDS.values() for column, name in fields.items()}
+#: Names that can start a JSON header row.
+HEADER_NAMES = frozenset(COLUMN_OF) | {"urlkey"}
+#: IA's field order when a server ignores ``fl=`` and answers in plain text.
+IA_DEFAULT_FIELDS = ("urlkey", "timestamp", "original", "mimetype", "statuscode", "digest", "length")
+
+BLOCKED_MARKER = b"blocked site error"
+
+
+@dataclass(slots=True)
+class PageCount:
+    dialect: Dialect
+    pages: int
+
+
+@dataclass(slots=True)
+class ParsedPage:
+    """Columns of one CDX page, plus what could not be read."""
+
+    columns: dict[str, list[str]] = field(default_factory=dict)
+    rows: int = 0
+    bad_lines: int = 0
+    dialect: Dialect | None = None
+
+
+def fl_param(dialect: Dialect) -> str:
+    fields = FIELDS[dialect]
+    return ",".join(fields[c] for c in ("urls", "timestamps", "statuses", "mimes", "digests", "lengths"))
+
+
+def parse_page_count(body: bytes) -> PageCount | None:
+    """``showNumPages`` answer -> dialect and page count, or ``None`` if unreadable."""
+    text = body.strip()
+    if text.isdigit():
+        return PageCount(Dialect.IA, int(text))
+    if text.startswith(b"{"):
+        try:
+            data = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+        pages = data.get("pages") if isinstance(data, dict) else None
+        if isinstance(pages, int) and pages >= 0:
+            return PageCount(Dialect.PYWB, pages)
+    return None
+
+
+def is_blocked(status: int, headers_text: bytes, body: bytes) -> bool:
+    """The Wayback Machine's answer for sites excluded from the archive."""
+    if BLOCKED_MARKER in headers_text.lower():
+        return True
+    return status in (200, 403) and BLOCKED_MARKER in body[:2048].lower()
+
+
+def parse_page(body: bytes) -> ParsedPage:
+    """Any CDX page body (IA JSON, NDJSON, CDXJ or plain text) -> columns."""
+    text = body.lstrip()
+    if not text:
+        return ParsedPage()
+    if text.startswith(b"["):
+        return _parse_ia_json(text)
+    if text.startswith(b"{"):
+        return _parse_ndjson(text)
+    return _parse_text(text)
+
+
+def _columns_from_rows(header: list[str], rows: list[list[str]]) -> dict[str, list[str]]:
+    columns: dict[str, list[str]] = {}
+    if not rows:
+        return columns
+    width = len(header)
+    for index, column in enumerate(zip(*rows, strict=False)):
+        if index >= width:
+            break
+        name = COLUMN_OF.get(header[index])
+        if name is not None:
+            columns[name] = list(column)
+    return columns
+
+
+def _parse_ia_json(text: bytes) -> ParsedPage:
+    bad = 0
+    try:
+        rows = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        rows, bad = _salvage_ia_json(text)
+    if not isinstance(rows, list):
+        return ParsedPage(bad_lines=1, dialect=Dialect.IA)
+    # Drop empty rows (``[]`` before a resume key) and resume-key rows.
+    if rows and isinstance(rows[0], list) and rows[0] and rows[0][0] in HEADER_NAMES:
+        header = [str(h) for h in rows[0]]
+        rows = rows[1:]
+    else:
+        header = list(IA_DEFAULT_FIELDS)
+    width = len(header)
+    good = [r for r in rows if isinstance(r, list) and len(r) == width]
+    bad += sum(1 for r in rows if isinstance(r, list) and r and len(r) not in (width, 1))
+    return ParsedPage(_columns_from_rows(header, good), len(good), bad, Dialect.IA)
+
+
+def _salvage_ia_json(text: bytes) -> tuple[list[list[str]], int]:
+    """Row by row, for a JSON array cut short (rows are one per line)."""
+    rows: list[list[str]] = []
+    bad = 0
+    for raw in text.split(b"\n"):
+        line = raw.strip()
+        if line.startswith(b"[["):
+            line = line[1:]
+        if line.endswith(b"]]"):
+            line = line[:-1]
+        line = line.rstrip(b",")
+        if not line:
+            continue
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            bad += 1
+            continue
+        if isinstance(row, list):
+            rows.append(row)
+        else:
+            bad += 1
+    return rows, bad
+
+
+def _parse_ndjson(text: bytes) -> ParsedPage:
+    columns: dict[str, list[str]] = {}
+    rows = 0
+    bad = 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            bad += 1
+            continue
+        if not isinstance(record, dict) or not (record.get("url") or record.get("original")):
+            bad += 1
+            continue
+        for column in FIELDS[Dialect.PYWB]:
+            columns.setdefault(column, [])
+        for column, name in FIELDS[Dialect.PYWB].items():
+            value = record.get(name)
+            if value is None:
+                value = record.get(FIELDS[Dialect.IA][column], "")
+            columns[column].append(str(value))
+        rows += 1
+    return ParsedPage(columns, rows, bad, Dialect.PYWB)
+
+
+_CDXJ = re.compile(rb"^\S+ \d{1,14} \{")
+
+
+def _parse_text(text: bytes) -> ParsedPage:
+    """Space-separated CDX lines (IA default) or CDXJ (``urlkey ts {json}``)."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if lines and _CDXJ.match(lines[0]):
+        return _parse_ndjson(b"\n".join(line.split(b" ", 2)[2] for line in lines if line.count(b" ") >= 2))
+    rows: list[list[str]] = []
+    bad = 0
+    width = len(IA_DEFAULT_FIELDS)
+    for line in lines:
+        parts = line.decode("utf-8", "replace").split(" ")
+        if len(parts) == width:
+            rows.append(parts)
+        elif len(parts) != 1:  # a lone token is a resume key, not a row
+            bad += 1
+    return ParsedPage(_columns_from_rows(list(IA_DEFAULT_FIELDS), rows), len(rows), bad, Dialect.IA)
+
+
+# --- query parameters ------------------------------------------------------------------
+
+
+def _alternation(values: tuple[str, ...]) -> str:
+    return "|".join(re.escape(v) for v in values)
+
+
+def filter_params(config: FilterConfig, dialect: Dialect) -> list[tuple[str, str]]:
+    """Server-side status/mime filters, in the dialect's syntax.
+
+    IA: ``[!]field:regex``, the regex matching the whole field (Java
+    ``matches``). pywb: ``[!]~field:regex`` with ``re.match`` (anchored at the
+    start only), so the pattern is closed with ``$``. Values are escaped as
+    regexes here; percent-encoding (``+`` -> ``%2B``) is the URL builder's job.
+    """
+    fields = FIELDS[dialect]
+    params: list[tuple[str, str]] = []
+    for column, (values, negate) in (
+        ("statuses", config.server_codes),
+        ("mimes", config.server_mimes),
+    ):
+        if not values:
+            continue
+        if column == "mimes" and negate:
+            values = ("warc/revisit", *values)  # as waymore: revisits repeat a capture
+        name = fields[column]
+        bang = "!" if negate else ""
+        if dialect is Dialect.IA:
+            params.append(("filter", f"{bang}{name}:({_alternation(values)})"))
+        else:
+            params.append(("filter", f"{bang}~{name}:({_alternation(values)})$"))
+    return params

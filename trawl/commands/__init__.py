@@ -1,0 +1,1 @@
+"""trawl's Scrapy commands (COMMANDS_MODULE). ``crawl`` here replaces Scrapy's."""

@@ -1,0 +1,1 @@
+"""Scrapy extensions: progress lines and the end-of-run summary."""

@@ -1,0 +1,106 @@
+"""A progress line at a steady interval, and a summary when a crawl ends.
+
+Scrapy's LogStats counts responses and items; for trawl a response is a CDX
+page and an item a batch of thousands, so neither says how far a crawl is.
+This line does: pages done of pages known, captures read, unique and new URLs,
+and the capture rate since the previous line.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from twisted.internet import task
+
+from trawl.outcome import run_outcome
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+
+def _n(value: Any) -> str:
+    return f"{int(value or 0):,}"
+
+
+class Progress:
+    """Logs progress every ``PROGRESS_INTERVAL`` seconds and a summary at the end."""
+
+    def __init__(self, crawler: Crawler, interval: float) -> None:
+        self.crawler = crawler
+        self.interval = interval
+        self.loop: task.LoopingCall | None = None
+        self.started = time.monotonic()
+        self.last_time = self.started
+        self.last_captures = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Progress:
+        interval = crawler.settings.getfloat("PROGRESS_INTERVAL", 10.0)
+        if interval < 0:
+            raise NotConfigured
+        extension = cls(crawler, interval)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        assert self.crawler.stats is not None
+        return self.crawler.stats.get_stats()
+
+    def spider_opened(self, spider: Spider) -> None:
+        self.started = self.last_time = time.monotonic()
+        if self.interval > 0:
+            self.loop = task.LoopingCall(self.log_progress, spider)
+            self.loop.start(self.interval, now=False)
+
+    def log_progress(self, spider: Spider) -> None:
+        stats = self.stats
+        now = time.monotonic()
+        captures = stats.get("trawl/captures", 0)
+        rate = (captures - self.last_captures) / max(now - self.last_time, 1e-9)
+        self.last_time, self.last_captures = now, captures
+        total = stats.get("trawl/pages_total")
+        pages = f"{_n(stats.get('trawl/pages'))}/{_n(total) if total is not None else '?'}"
+        spider.logger.info(
+            "%s: pages %s | %s captures | %s unique URLs | %s new | %s captures/s | %s errors",
+            spider.name,
+            pages,
+            _n(captures),
+            _n(stats.get("trawl/urls_unique")),
+            _n(stats.get("trawl/urls_new")),
+            _n(rate),
+            _n(stats.get("trawl/errors")),
+        )
+
+    def spider_closed(self, spider: Spider, reason: str) -> None:
+        if self.loop is not None and self.loop.running:
+            self.loop.stop()
+        stats = self.stats
+        outcome = run_outcome(stats, reason)
+        assert self.crawler.stats is not None
+        self.crawler.stats.set_value("trawl/outcome", outcome)
+        elapsed = time.monotonic() - self.started
+        filtered = sum(v for k, v in stats.items() if k.startswith("trawl/filtered/"))
+        captures = stats.get("trawl/captures", 0)
+        spider.logger.info(
+            "%s: %s (%s) in %.1f s: %s requests, %s pages, %s URLs seen, %s unique, "
+            "%s new this run, %s duplicates dropped, %s filtered, %s errors, %s captures/s",
+            spider.name,
+            outcome,
+            reason,
+            elapsed,
+            _n(stats.get("downloader/request_count")),
+            _n(stats.get("trawl/pages")),
+            _n(captures),
+            _n(stats.get("trawl/urls_unique")),
+            _n(stats.get("trawl/urls_new")),
+            _n(stats.get("trawl/duplicates")),
+            _n(filtered),
+            _n(stats.get("trawl/errors")),
+            _n(captures / elapsed if elapsed > 0 else 0),
+        )

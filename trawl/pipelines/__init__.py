@@ -1,0 +1,1 @@
+"""Scrapy item pipelines. One drives every trawl plugin: see ``plugins.PluginPipeline``."""

@@ -1,0 +1,87 @@
+"""The one Scrapy item pipeline: runs a batch through the plugin hooks.
+
+normalize -> filter -> dedup -> store, each a pluggy hook, each called once per
+batch. What comes out is a :class:`~trawl.items.UrlBatch` of the URLs this run
+had not passed on yet, which the feed exporters flatten to one line per URL.
+Items that are not capture batches pass through untouched.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from scrapy.exceptions import DropItem
+
+from trawl.context import RunContext
+from trawl.items import CaptureBatch, UrlBatch
+from trawl.pluginmanager import plugin_manager_from_settings
+
+if TYPE_CHECKING:
+    import pluggy
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+
+class PluginPipeline:
+    """Drives a pluggy PluginManager (project ``trawl``) over batch items."""
+
+    def __init__(self, crawler: Crawler, plugins: pluggy.PluginManager) -> None:
+        self.crawler = crawler
+        self.plugins = plugins
+        self.context: RunContext | None = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PluginPipeline:
+        return cls(crawler, plugin_manager_from_settings(crawler.settings))
+
+    def open_spider(self, spider: Spider | None = None) -> None:
+        spider = spider or self.crawler.spider
+        run_id = self.crawler.settings.get("TRAWL_RUN_ID") or uuid.uuid4().hex
+        self.context = RunContext(crawler=self.crawler, spider=spider, run_id=run_id, plugins=self.plugins)
+        self.crawler.stats.set_value("trawl/run_id", run_id)
+        hook = self.plugins.hook
+        hook.trawl_open(context=self.context)
+        hook.trawl_store_open(context=self.context)
+
+    def close_spider(self, spider: Spider | None = None) -> None:
+        context = self.context
+        if context is None:
+            return
+        reason = self.crawler.stats.get_value("finish_reason") or "finished"
+        hook = self.plugins.hook
+        try:
+            hook.trawl_store_close(context=context, reason=reason)
+        finally:
+            hook.trawl_close(context=context, reason=reason)
+            self.context = None
+
+    def process_item(self, item: object, spider: Spider | None = None) -> object:
+        if not isinstance(item, CaptureBatch):
+            return item
+        context = self.context
+        assert context is not None
+        stats = context.stats
+        hook = self.plugins.hook
+        stats.inc_value("trawl/captures", len(item.urls))
+        hook.trawl_normalize_batch(batch=item, context=context)
+        keep = _combine(hook.trawl_filter_batch(batch=item, context=context), len(item.urls))
+        if keep is not None:
+            item.select(keep)
+        urls: UrlBatch | None = hook.trawl_dedup_batch(batch=item, context=context)
+        if urls is None:
+            raise DropItem("no dedup plugin is enabled")
+        new = sum(n for n in hook.trawl_store_write_batch(batch=urls, context=context) if n)
+        stats.inc_value("trawl/urls_new", new)
+        stats.inc_value("trawl/urls_unique", len(urls.records) - len(urls.repeats))
+        return urls
+
+
+def _combine(masks: list[list[bool] | None], size: int) -> list[bool] | None:
+    """AND the keep-flags of every filter; ``None`` when no filter dropped anything."""
+    masks = [m for m in masks if m is not None]
+    if not masks:
+        return None
+    if len(masks) == 1:
+        return masks[0]
+    return [all(flags) for flags in zip(*masks, strict=True)]

@@ -1,0 +1,90 @@
+"""Scrapy settings for trawl. Every setting is documented in README.md.
+
+Override any of them with ``-s NAME=value`` or in a project's own settings.
+"""
+
+BOT_NAME = "trawl"
+
+SPIDER_MODULES = ["trawl.spiders"]
+NEWSPIDER_MODULE = "trawl.spiders"
+# Also offers the sources that plugins register (trawl_register_sources).
+SPIDER_LOADER_CLASS = "trawl.spiderloader.PluginSpiderLoader"
+COMMANDS_MODULE = "trawl.commands"
+
+# Identify ourselves; archives ask crawlers to.
+USER_AGENT = "trawl/0.1 (+https://github.com/trawl-project/trawl)"
+ROBOTSTXT_OBEY = False  # APIs, not pages: robots.txt does not govern them
+
+# --- Storage -----------------------------------------------------------------------------
+STORE_URI = "sqlite:///trawl.db"
+SQLITE_SYNCHRONOUS = "NORMAL"
+
+# --- Plugins -----------------------------------------------------------------------------
+TRAWL_PLUGINS: dict[str, bool] = {}
+TRAWL_PLUGINS_DISABLED: list[str] = []
+TRAWL_RUN_ID = ""
+
+ITEM_PIPELINES = {"trawl.pipelines.plugins.PluginPipeline": 300}
+
+# --- Exports (-o) ------------------------------------------------------------------------
+FEED_EXPORTERS = {
+    "txt": "trawl.exporters.UrlListExporter",
+    "jsonl": "trawl.exporters.RecordJsonLinesExporter",
+    "jsonlines": "trawl.exporters.RecordJsonLinesExporter",
+    "csv": "trawl.exporters.RecordCsvExporter",
+}
+FEED_EXPORT_ENCODING = "utf-8"
+
+# --- Progress ----------------------------------------------------------------------------
+EXTENSIONS = {"trawl.extensions.progress.Progress": 500}
+PROGRESS_INTERVAL = 10.0
+LOG_LEVEL = "INFO"
+LOGSTATS_INTERVAL = 0  # the progress line replaces Scrapy's "Crawled N pages" line
+
+# --- Downloads ---------------------------------------------------------------------------
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 4
+DOWNLOAD_TIMEOUT = 120
+RETRY_ENABLED = True
+RETRY_TIMES = 3
+RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]
+TELNETCONSOLE_ENABLED = False
+
+# --- Sources -----------------------------------------------------------------------------
+WAYBACK_BASE_URL = "https://web.archive.org"
+WAYBACK_CDX_PATH = "/cdx/search/cdx"
+WAYBACK_DIALECT = "auto"
+WAYBACK_PAGE_SIZE = 0
+
+# --- Filters (waymore 8.9's names and defaults) ------------------------------------------
+FILTER_CODE = "404,301,302"
+FILTER_MIME = (
+    "text/css,image/jpeg,image/jpg,image/png,image/svg+xml,image/gif,image/tiff,image/webp,"
+    "image/bmp,image/vnd,image/x-icon,image/vnd.microsoft.icon,font/ttf,font/woff,font/woff2,"
+    "font/x-woff2,font/x-woff,font/otf,audio/mpeg,audio/wav,audio/webm,audio/aac,audio/ogg,"
+    "audio/wav,audio/webm,video/mp4,video/mpeg,video/webm,video/ogg,video/mp2t,video/webm,"
+    "video/x-msvideo,video/x-flv,application/font-woff,application/font-woff2,"
+    "application/x-font-woff,application/x-font-woff2,application/vnd.ms-fontobject,"
+    "application/font-sfnt,application/vnd.android.package-archive,binary/octet-stream,"
+    "application/octet-stream,application/x-font-ttf,application/x-font-otf,video/webm,"
+    "video/3gpp,application/font-ttf,audio/mp3,audio/x-wav,image/pjpeg,audio/basic,"
+    "application/font-otf,application/x-ms-application,application/x-msdownload,"
+    "video/x-ms-wmv,image/x-png,video/quicktime,image/x-ms-bmp,font/opentype,"
+    "application/x-font-opentype,application/x-woff,audio/aiff,video/x-ms-asf,"
+    "audio/x-ms-wma,audio/wma,application/x-mplayer2,image/avif"
+)
+FILTER_URL = (
+    ".css,.jpg,.jpeg,.png,.svg,.img,.gif,.mp4,.flv,.ogv,.webm,.webp,.mov,.mp3,.m4a,.m4p,"
+    ".scss,.tif,.tiff,.ttf,.otf,.woff,.woff2,.bmp,.ico,.eot,.htc,.rtf,.swf,.image,/image,"
+    "/img,/css,/wp-json,/wp-content,/wp-includes,/theme,/audio,/captcha,/font,node_modules,"
+    "/jquery,/bootstrap,/_incapsula_resource,.wmv,.wma,.asx,.avif"
+)
+FILTER_KEYWORDS = (
+    "admin,login,logon,signin,signup,register,registration,dash,portal,ftp,panel,.js,api,"
+    "robots.txt,graph,gql,config,backup,debug,db,database,git,cgi-bin,swagger,zip,.rar,"
+    "tar.gz,internal,jira,jenkins,confluence,atlassian,okta,corp,upload,delete,email,sql,"
+    "create,edit,test,temp,cache,wsdl,log,payment,setting,mail,file,redirect,chat,billing,"
+    "doc,trace,ftp,gateway,import,proxy,dev,stage,stg,uat,sonar.ci.,.cp."
+)
+MATCH_CODE = ""
+MATCH_MIME = ""

@@ -1,0 +1,1 @@
+"""One spider per source. Each yields CaptureBatch items, one per upstream page."""

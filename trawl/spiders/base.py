@@ -1,0 +1,134 @@
+"""What every trawl source spider shares: arguments, scope, filters, failures.
+
+Arguments are validated twice on purpose: by ``scrapy crawl`` before the
+reactor starts (so bad input is one line and exit status 2, not a traceback),
+and again when the spider is built, for runs that bypass the command
+(scrapyd, ``CrawlerProcess``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+import scrapy
+from scrapy.http import Response
+from twisted.python.failure import Failure
+
+from trawl.arguments import parse_bool, parse_int
+from trawl.errors import TrawlUsageError
+from trawl.filters import FilterConfig, build_filter_config
+from trawl.target import Target, parse_target
+
+#: Arguments every source accepts, beyond the filter names.
+COMMON_ARGUMENTS = frozenset(
+    {"domain", "subs", "filters", "config", "from_date", "to_date", "keywords_only", "limit_requests"}
+)
+
+
+class SourceSpider(scrapy.Spider):
+    """Base class of the spiders that collect URLs for a domain from one source."""
+
+    #: Setting that holds this source's base URL (e.g. ``WAYBACK_BASE_URL``).
+    base_url_setting: ClassVar[str] = ""
+    #: Extra ``-a`` arguments this source accepts.
+    extra_arguments: ClassVar[frozenset[str]] = frozenset()
+
+    target: Target
+    filters: FilterConfig
+    limit_requests: int
+    base_url: str
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.arguments: dict[str, Any] = {k: v for k, v in kwargs.items() if k not in ("name", "_job")}
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> SourceSpider:
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.configure(crawler.settings, spider.arguments)
+        return spider
+
+    # --- arguments ---------------------------------------------------------------------
+
+    @classmethod
+    def check_arguments(cls, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
+        """Raise :class:`TrawlUsageError` if the arguments cannot work."""
+        probe = cls.__new__(cls)
+        probe.configure(settings, arguments)
+
+    def configure(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
+        known = COMMON_ARGUMENTS | self.extra_arguments
+        filter_names = {
+            "filter_code",
+            "filter_mime",
+            "filter_url",
+            "filter_keywords",
+            "match_code",
+            "match_mime",
+        }
+        unknown = sorted(k for k in arguments if k.lower() not in known | filter_names)
+        if unknown:
+            raise TrawlUsageError(
+                f"unknown argument for the {self.name} source: -a {unknown[0]}= "
+                f"(known: {', '.join(sorted(known | filter_names))})"
+            )
+        subs = parse_bool("subs", arguments.get("subs", True))
+        self.target = parse_target(arguments.get("domain"), include_subdomains=subs)
+        self.filters = build_filter_config(settings, arguments)
+        self.limit_requests = parse_int("limit_requests", arguments.get("limit_requests", 0))
+        if self.base_url_setting:
+            self.base_url = self._read_base_url(settings)
+
+    def _read_base_url(self, settings: Mapping[str, Any]) -> str:
+        raw = str(settings.get(self.base_url_setting) or "").strip()
+        parts = urlsplit(raw)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise TrawlUsageError(f"{self.base_url_setting} must be an http(s) URL, got {raw!r}")
+        return raw.rstrip("/")
+
+    def log_target(self) -> None:
+        for note in self.target.notes:
+            self.logger.info("%s: %s", self.name, note)
+
+    # --- outcomes ----------------------------------------------------------------------
+
+    def record_error(self, kind: str, message: str, *args: Any) -> None:
+        """One ERROR line, counted; the run's exit status becomes non-zero."""
+        self.logger.error(f"{self.name}: {message}", *args)
+        stats = self.crawler.stats
+        stats.inc_value("trawl/errors")
+        stats.inc_value(f"trawl/errors/{kind}")
+
+    def record_blocked(self, message: str) -> None:
+        self.crawler.stats.set_value("trawl/blocked", True)
+        self.record_error("blocked", message)
+
+    def on_request_error(self, failure: Failure) -> None:
+        """Errback: the upstream could not be reached (after Scrapy's retries)."""
+        request = failure.request  # type: ignore[attr-defined]
+        response = getattr(failure.value, "response", None)
+        if response is not None:
+            self.record_error("http", "HTTP %s from %s", response.status, self.describe_url(request.url))
+            return
+        self.record_error(
+            "unreachable",
+            "cannot reach %s: %s",
+            self.describe_url(request.url),
+            failure.getErrorMessage() or failure.type.__name__,
+        )
+
+    def describe_url(self, url: str) -> str:
+        """The URL as it may appear in a log line (sources with keys redact them)."""
+        return url
+
+    @staticmethod
+    def looks_like_html(response: Response) -> bool:
+        """An HTML page where data was expected: error pages served with 200."""
+        head = response.body[:512].lstrip().lower()
+        return head.startswith((b"<!doctype", b"<html", b"<head", b"<body", b"<?xml", b"<"))
+
+
+logger = logging.getLogger(__name__)
