@@ -31,6 +31,7 @@ _FAST = re.compile(
     r"(?:#.*)?",
     re.DOTALL,
 )
+_OTHER_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:(?![0-9]{1,5}(?:[/?#]|$))")
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _DEFAULT_PORTS = {"http": "80", "https": "443"}
@@ -54,6 +55,8 @@ def canonicalize(url: str) -> str | None:
     if not url:
         return None
     if "://" not in url[:12]:
+        if _OTHER_SCHEME.match(url):
+            return None  # mailto:, javascript:, data: ...
         url = "http://" + url.lstrip("/")
     fast = _FAST.fullmatch(url)
     if fast is not None:

@@ -60,6 +60,16 @@ def _show(raw: str) -> str:
     return repr(shown)
 
 
+def _reject_ip(text: str, raw: str) -> None:
+    try:
+        ipaddress.ip_address(text.strip("[]"))
+    except ValueError:
+        return
+    raise TrawlUsageError(
+        f"{_show(raw)} is an IP address; trawl collects URLs by domain name (give a host name)"
+    )
+
+
 def parse_target(raw: str | None, include_subdomains: bool = True) -> Target:
     """Read user input as a domain, or raise :class:`TrawlUsageError`."""
     if raw is None or not raw.strip():
@@ -87,18 +97,12 @@ def parse_target(raw: str | None, include_subdomains: bool = True) -> Target:
             raise TrawlUsageError(f"{_show(raw)} asks for subdomains but subs=false was given")
         notes.append(f"{_show(raw)} read as {text!r} with its subdomains")
     text = text.rstrip(".").lower()
-    if ":" in text and not text.startswith("["):
+    _reject_ip(text, raw)
+    if ":" in text:
         text, _, port = text.partition(":")
         if port:
             notes.append(f"ignoring the port {port!r}: archives index hosts, not ports")
-    try:
-        ipaddress.ip_address(text.strip("[]"))
-    except ValueError:
-        pass
-    else:
-        raise TrawlUsageError(
-            f"{_show(raw)} is an IP address; trawl collects URLs by domain name (give a host name)"
-        )
+        _reject_ip(text, raw)
     for label in text.split("."):
         if len(label) > 63:
             raise TrawlUsageError(
