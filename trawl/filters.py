@@ -154,7 +154,7 @@ def build_filter_config(settings: Mapping[str, object], args: Mapping[str, objec
             found = _lookup(layer, name) if layer is not settings else settings.get(name)
             if found is not None:
                 chosen = found
-        values[name] = split_list(chosen)
+        values[name] = list(dict.fromkeys(split_list(chosen)))  # waymore's lists repeat items
     enabled = parse_bool("filters", args.get("filters", True))
     keywords_only = parse_bool("keywords_only", args.get("keywords_only", False))
     return FilterConfig(

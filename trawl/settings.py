@@ -49,6 +49,7 @@ RETRY_ENABLED = True
 RETRY_TIMES = 3
 RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]
 TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False  # no listening port on a crawler machine by default
 
 # --- Sources -----------------------------------------------------------------------------
 WAYBACK_BASE_URL = "https://web.archive.org"

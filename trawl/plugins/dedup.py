@@ -46,8 +46,8 @@ def trawl_dedup_batch(batch: CaptureBatch, context: RunContext) -> UrlBatch:
             record.mimes.add(mimes[i])
     seen: set[str] = context.state.setdefault(_SEEN, set())
     keys = records.keys()
-    repeats = seen & keys if seen else set()
-    seen |= keys
+    repeats = seen.intersection(keys) if seen else set()
+    seen.update(keys)
     duplicates = len(batch.urls) - len(records) + len(repeats)
     if duplicates:
         context.stats.inc_value("trawl/duplicates", duplicates)

@@ -1,0 +1,97 @@
+"""End-to-end throughput of the wayback spider into a fresh SQLite store.
+
+Serves a generated CDX index (default 1,000,000 captures over 500,000 URL keys,
+with duplicate captures, http/https and :80/:443 variants) from the local fake
+Internet Archive CDX server, runs ``scrapy crawl wayback`` against it as a user
+would, and prints captures per second end to end (process start to exit) and
+the crawl process's peak RSS. Pages are rendered before the clock starts, so
+the server costs the crawler as little CPU as a remote server would.
+
+Target on a 2-core machine: >= 100,000 captures/s and peak RSS <= 500 MB.
+
+    python bench/bench_wayback.py [--captures N] [--distinct N] [--page-lines N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.servers.ia_cdx import FakeCdxServer, generate_dataset  # noqa: E402
+from trawl.canonical import canonicalize, host_of  # noqa: E402
+from trawl.spiders.wayback import WaybackSpider  # noqa: E402
+from trawl.target import parse_target  # noqa: E402
+
+
+def expected_urls(captures: list, domain: str) -> set[str]:
+    target = parse_target(domain)
+    urls = {canonicalize(c.original) for c in captures}
+    return {u for u in urls if u and target.in_scope(host_of(u))}
+
+
+def page_query(domain: str) -> list[tuple[str, str]]:
+    """The exact query the spider sends, so that pre-rendered pages are cache hits."""
+    spider = WaybackSpider.__new__(WaybackSpider)
+    settings = {"WAYBACK_BASE_URL": "http://127.0.0.1", "FILTER_CODE": "", "FILTER_MIME": ""}
+    spider.configure(settings, {"domain": domain, "filters": "false"})
+    return spider.query()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--captures", type=int, default=1_000_000)
+    parser.add_argument("--distinct", type=int, default=500_000)
+    parser.add_argument("--page-lines", type=int, default=5_000)
+    parser.add_argument("--concurrency", type=int, default=4)
+    args = parser.parse_args()
+
+    domain = "example.com"
+    started = time.perf_counter()
+    captures = generate_dataset(args.captures, args.distinct, domain=domain)
+    expected = expected_urls(captures, domain)
+    print(f"dataset: {len(captures):,} captures, {len(expected):,} distinct canonical URLs "
+          f"in scope ({time.perf_counter() - started:.1f} s to build)")
+
+    with FakeCdxServer(captures, lines_per_page=args.page_lines, log_requests=False) as server:
+        pages = server.prerender_pages(page_query(domain))
+        print(f"server: {pages} pages of {args.page_lines:,} lines pre-rendered at {server.base_url}")
+        workdir = Path(tempfile.mkdtemp(prefix="trawl-bench-"))
+        command = [
+            sys.executable, "-m", "scrapy", "crawl", "wayback",
+            "-a", f"domain={domain}", "-a", "filters=false",
+            "-s", f"WAYBACK_BASE_URL={server.base_url}",
+            "-s", "STORE_URI=sqlite:///bench.db",
+            "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={args.concurrency}",
+            "-s", "LOG_LEVEL=INFO",
+        ]
+        env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings")
+        t0 = time.perf_counter()
+        result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True)
+        elapsed = time.perf_counter() - t0
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    if result.returncode != 0:
+        print(result.stderr[-3000:])
+        raise SystemExit(f"crawl failed with exit status {result.returncode}")
+    summary = [line for line in result.stderr.splitlines() if "wayback: complete" in line]
+    with sqlite3.connect(workdir / "bench.db") as con:
+        stored = {row[0] for row in con.execute("SELECT url FROM urls")}
+    print(summary[-1] if summary else "(no summary line)")
+    print(f"stored URLs: {len(stored):,} (expected {len(expected):,}; "
+          f"{'exact match' if stored == expected else 'MISMATCH'})")
+    print(f"end to end: {elapsed:.2f} s for {len(captures):,} captures = "
+          f"{len(captures) / elapsed:,.0f} captures/s (target >= 100,000)")
+    print(f"peak RSS of the crawl process: {peak_rss_mb:,.0f} MB (target <= 500 MB)")
+
+
+if __name__ == "__main__":
+    main()
