@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import sqlite3
 import subprocess
 import sys
@@ -47,49 +46,96 @@ def page_query(domain: str) -> list[tuple[str, str]]:
     return spider.query()
 
 
+def watch_peak_rss(process: subprocess.Popen) -> float:
+    """Peak RSS (VmHWM, MB) of the crawl process itself, read until it exits.
+
+    ``getrusage(RUSAGE_CHILDREN)`` would also count the pages the child shared
+    with this (large) process between fork and exec.
+    """
+    peak = 0.0
+    status = Path(f"/proc/{process.pid}/status")
+    while process.poll() is None:
+        try:
+            for line in status.read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]) / 1024)
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.05)
+    return peak
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--captures", type=int, default=1_000_000)
     parser.add_argument("--distinct", type=int, default=500_000)
     parser.add_argument("--page-lines", type=int, default=5_000)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra Scrapy setting for the crawl (repeatable)",
+    )
     args = parser.parse_args()
 
     domain = "example.com"
     started = time.perf_counter()
     captures = generate_dataset(args.captures, args.distinct, domain=domain)
     expected = expected_urls(captures, domain)
-    print(f"dataset: {len(captures):,} captures, {len(expected):,} distinct canonical URLs "
-          f"in scope ({time.perf_counter() - started:.1f} s to build)")
+    print(
+        f"dataset: {len(captures):,} captures, {len(expected):,} distinct canonical URLs "
+        f"in scope ({time.perf_counter() - started:.1f} s to build)"
+    )
 
     with FakeCdxServer(captures, lines_per_page=args.page_lines, log_requests=False) as server:
         pages = server.prerender_pages(page_query(domain))
         print(f"server: {pages} pages of {args.page_lines:,} lines pre-rendered at {server.base_url}")
         workdir = Path(tempfile.mkdtemp(prefix="trawl-bench-"))
         command = [
-            sys.executable, "-m", "scrapy", "crawl", "wayback",
-            "-a", f"domain={domain}", "-a", "filters=false",
-            "-s", f"WAYBACK_BASE_URL={server.base_url}",
-            "-s", "STORE_URI=sqlite:///bench.db",
-            "-s", f"CONCURRENT_REQUESTS_PER_DOMAIN={args.concurrency}",
-            "-s", "LOG_LEVEL=INFO",
+            sys.executable,
+            "-m",
+            "scrapy",
+            "crawl",
+            "wayback",
+            "-a",
+            f"domain={domain}",
+            "-a",
+            "filters=false",
+            "-s",
+            f"WAYBACK_BASE_URL={server.base_url}",
+            "-s",
+            "STORE_URI=sqlite:///bench.db",
+            "-s",
+            f"CONCURRENT_REQUESTS_PER_DOMAIN={args.concurrency}",
+            "-s",
+            "LOG_LEVEL=INFO",
         ]
         env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings")
+        command += [arg for extra in args.set for arg in ("-s", extra)]
         t0 = time.perf_counter()
-        result = subprocess.run(command, cwd=workdir, env=env, capture_output=True, text=True)
-        elapsed = time.perf_counter() - t0
-    peak_rss_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    if result.returncode != 0:
-        print(result.stderr[-3000:])
-        raise SystemExit(f"crawl failed with exit status {result.returncode}")
-    summary = [line for line in result.stderr.splitlines() if "wayback: complete" in line]
+        with tempfile.TemporaryFile("w+") as log:
+            process = subprocess.Popen(command, cwd=workdir, env=env, stdout=log, stderr=log, text=True)
+            peak_rss_mb = watch_peak_rss(process)
+            elapsed = time.perf_counter() - t0
+            log.seek(0)
+            output = log.read()
+    if process.returncode != 0:
+        print(output[-3000:])
+        raise SystemExit(f"crawl failed with exit status {process.returncode}")
+    summary = [line for line in output.splitlines() if "wayback: complete" in line]
     with sqlite3.connect(workdir / "bench.db") as con:
         stored = {row[0] for row in con.execute("SELECT url FROM urls")}
     print(summary[-1] if summary else "(no summary line)")
-    print(f"stored URLs: {len(stored):,} (expected {len(expected):,}; "
-          f"{'exact match' if stored == expected else 'MISMATCH'})")
-    print(f"end to end: {elapsed:.2f} s for {len(captures):,} captures = "
-          f"{len(captures) / elapsed:,.0f} captures/s (target >= 100,000)")
+    print(
+        f"stored URLs: {len(stored):,} (expected {len(expected):,}; "
+        f"{'exact match' if stored == expected else 'MISMATCH'})"
+    )
+    print(
+        f"end to end: {elapsed:.2f} s for {len(captures):,} captures = "
+        f"{len(captures) / elapsed:,.0f} captures/s (target >= 100,000)"
+    )
     print(f"peak RSS of the crawl process: {peak_rss_mb:,.0f} MB (target <= 500 MB)")
 
 

@@ -63,3 +63,32 @@ def test_empty_and_garbage() -> None:
     assert parse_page(b"[]\n").rows == 0
     garbage = parse_page(b'[["original","timestamp"],\n["http://a.com/", "2020')
     assert garbage.rows == 0 and garbage.bad_lines == 1
+
+
+FIELDS = ("original", "timestamp", "statuscode", "mimetype", "digest", "length")
+TEXT = (
+    b"http://example.com/ 20200101000000 200 text/html AAAA 100\n"
+    b"https://example.com/a 20200102000000 - warc/revisit BBBB 120\n"
+)
+
+
+def test_ia_text_with_fl_fields() -> None:
+    page = parse_page(TEXT, FIELDS)
+    assert page.rows == 2 and page.bad_lines == 0
+    assert page.columns["urls"] == ["http://example.com/", "https://example.com/a"]
+    assert page.columns["statuses"] == ["200", "-"]
+
+
+def test_ia_text_truncated_last_line_is_dropped() -> None:
+    page = parse_page(TEXT[:-20], FIELDS)  # cut inside the digest of the 2nd line
+    assert page.rows == 1 and page.bad_lines == 1
+    cut_in_last_field = parse_page(TEXT[:-2], FIELDS)  # "120" became "12": still not trusted
+    assert cut_in_last_field.rows == 1 and cut_in_last_field.bad_lines == 1
+
+
+def test_ia_text_server_ignoring_fl() -> None:
+    line = b"com,example)/ 20200101000000 http://example.com/ text/html 200 AAAA 100\n"
+    page = parse_page(line * 3, FIELDS)
+    assert page.rows == 3
+    assert page.columns["urls"] == ["http://example.com/"] * 3
+    assert page.columns["mimes"] == ["text/html"] * 3

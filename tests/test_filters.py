@@ -22,7 +22,8 @@ def test_defaults_are_waymores() -> None:
     text = TEMPLATE.read_text()
     for name in ("FILTER_CODE", "FILTER_MIME", "FILTER_URL", "FILTER_KEYWORDS"):
         line = next(li for li in text.splitlines() if li.startswith(name + ":"))
-        assert ",".join(getattr(config, name.lower())) == line.split(":", 1)[1].strip()
+        expected = list(dict.fromkeys(line.split(":", 1)[1].strip().split(",")))
+        assert list(getattr(config, name.lower())) == expected
 
 
 def test_precedence_settings_config_args(tmp_path: Path) -> None:

@@ -46,7 +46,13 @@ def _normalize_escape(match: re.Match[str]) -> str:
 
 
 def canonicalize(url: str) -> str | None:
-    """Return the canonical form of ``url``, or ``None`` if it is not a web URL.
+    """Return the canonical form of ``url``, or ``None`` if it is not a web URL."""
+    result = canonicalize_with_host(url)
+    return None if result is None else result[0]
+
+
+def canonicalize_with_host(url: str) -> tuple[str, str] | None:
+    """``(canonical URL, host)``, or ``None``: the host comes free with the parse.
 
     A URL without a scheme (some sources report bare ``host/path``) is read as
     ``http://``, the way the archives that report them replay them.
@@ -60,25 +66,27 @@ def canonicalize(url: str) -> str | None:
         url = "http://" + url.lstrip("/")
     fast = _FAST.fullmatch(url)
     if fast is not None:
-        scheme = fast.group("scheme").lower()
+        scheme, host, port, rest = fast.groups()
+        scheme = scheme.lower()
         if scheme not in _WEB_SCHEMES:
             return None
-        host = fast.group("host").lower()
-        rest = fast.group("rest") or "/"
-        if rest[0] == "?":
+        host = host.lower()
+        if not rest:
+            rest = "/"
+        elif rest[0] == "?":
             rest = "/" + rest
         if rest[-1] == "?" and rest.count("?") == 1:
             rest = rest[:-1]  # an empty query is no query (as urlunsplit has it)
-        port = fast.group("port")
         if port is None:
-            return f"{scheme}://{host}{rest}"
+            return f"{scheme}://{host}{rest}", host
         number = int(port)
         if not 0 < number < 65536:
             return None
         if str(number) == _DEFAULT_PORTS[scheme]:
-            return f"{scheme}://{host}{rest}"
-        return f"{scheme}://{host}:{number}{rest}"
-    return _canonicalize_slow(url)
+            return f"{scheme}://{host}{rest}", host
+        return f"{scheme}://{host}:{number}{rest}", host
+    slow = _canonicalize_slow(url)
+    return None if slow is None else (slow, host_of(slow))
 
 
 def _canonicalize_slow(url: str) -> str | None:

@@ -73,9 +73,14 @@ class ParsedPage:
     dialect: Dialect | None = None
 
 
+def fl_fields(dialect: Dialect) -> tuple[str, ...]:
+    """The fields trawl asks for, in the dialect's names, in ``fl=`` order."""
+    names = FIELDS[dialect]
+    return tuple(names[c] for c in ("urls", "timestamps", "statuses", "mimes", "digests", "lengths"))
+
+
 def fl_param(dialect: Dialect) -> str:
-    fields = FIELDS[dialect]
-    return ",".join(fields[c] for c in ("urls", "timestamps", "statuses", "mimes", "digests", "lengths"))
+    return ",".join(fl_fields(dialect))
 
 
 def parse_page_count(body: bytes) -> PageCount | None:
@@ -101,8 +106,13 @@ def is_blocked(status: int, headers_text: bytes, body: bytes) -> bool:
     return status in (200, 403) and BLOCKED_MARKER in body[:2048].lower()
 
 
-def parse_page(body: bytes) -> ParsedPage:
-    """Any CDX page body (IA JSON, NDJSON, CDXJ or plain text) -> columns."""
+def parse_page(body: bytes, fields: tuple[str, ...] | None = None) -> ParsedPage:
+    """Any CDX page body (IA JSON, NDJSON, CDXJ or plain text) -> columns.
+
+    ``fields`` names the columns of plain-text lines (the ``fl=`` sent), which
+    carry no header; without it, or when lines have another width, IA's
+    default seven fields are assumed.
+    """
     text = body.lstrip()
     if not text:
         return ParsedPage()
@@ -110,20 +120,17 @@ def parse_page(body: bytes) -> ParsedPage:
         return _parse_ia_json(text)
     if text.startswith(b"{"):
         return _parse_ndjson(text)
-    return _parse_text(text)
+    return _parse_text(text, fields)
 
 
 def _columns_from_rows(header: list[str], rows: list[list[str]]) -> dict[str, list[str]]:
     columns: dict[str, list[str]] = {}
     if not rows:
         return columns
-    width = len(header)
-    for index, column in enumerate(zip(*rows, strict=False)):
-        if index >= width:
-            break
-        name = COLUMN_OF.get(header[index])
-        if name is not None:
-            columns[name] = list(column)
+    for name, column in zip(header, zip(*rows, strict=True), strict=False):
+        target = COLUMN_OF.get(name)
+        if target is not None:
+            columns[target] = list(column)
     return columns
 
 
@@ -135,15 +142,20 @@ def _parse_ia_json(text: bytes) -> ParsedPage:
         rows, bad = _salvage_ia_json(text)
     if not isinstance(rows, list):
         return ParsedPage(bad_lines=1, dialect=Dialect.IA)
-    # Drop empty rows (``[]`` before a resume key) and resume-key rows.
     if rows and isinstance(rows[0], list) and rows[0] and rows[0][0] in HEADER_NAMES:
         header = [str(h) for h in rows[0]]
         rows = rows[1:]
     else:
         header = list(IA_DEFAULT_FIELDS)
     width = len(header)
+    try:
+        # The common case, every row well formed, costs one C-level transpose.
+        return ParsedPage(_columns_from_rows(header, rows), len(rows), bad, Dialect.IA)
+    except (ValueError, TypeError):
+        pass
+    # Drop empty rows (``[]`` before a resume key), resume-key rows and broken rows.
     good = [r for r in rows if isinstance(r, list) and len(r) == width]
-    bad += sum(1 for r in rows if isinstance(r, list) and r and len(r) not in (width, 1))
+    bad += sum(1 for r in rows if not isinstance(r, list) or (r and len(r) not in (width, 1)))
     return ParsedPage(_columns_from_rows(header, good), len(good), bad, Dialect.IA)
 
 
@@ -201,21 +213,46 @@ def _parse_ndjson(text: bytes) -> ParsedPage:
 _CDXJ = re.compile(rb"^\S+ \d{1,14} \{")
 
 
-def _parse_text(text: bytes) -> ParsedPage:
-    """Space-separated CDX lines (IA default) or CDXJ (``urlkey ts {json}``)."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if lines and _CDXJ.match(lines[0]):
-        return _parse_ndjson(b"\n".join(line.split(b" ", 2)[2] for line in lines if line.count(b" ") >= 2))
-    rows: list[list[str]] = []
+def _parse_text(text: bytes, fields: tuple[str, ...] | None) -> ParsedPage:
+    """Space-separated CDX lines (IA's default output) or CDXJ (``urlkey ts {json}``).
+
+    CDX fields never contain spaces (the index itself is space-separated), so
+    a page whose token count is exactly lines x fields is split in C with one
+    ``str.split``; anything else goes line by line. Every line ends with a
+    newline: a last line without one was cut off and is not trusted.
+    """
+    first_line = text[: text.find(b"\n")] if b"\n" in text else text
+    if _CDXJ.match(first_line):
+        lines = [line for line in text.splitlines() if line.count(b" ") >= 2]
+        return _parse_ndjson(b"\n".join(line.split(b" ", 2)[2] for line in lines))
+    decoded = text.decode("utf-8", "replace")
     bad = 0
-    width = len(IA_DEFAULT_FIELDS)
-    for line in lines:
-        parts = line.decode("utf-8", "replace").split(" ")
-        if len(parts) == width:
+    if not decoded.endswith("\n"):
+        cut = decoded.rfind("\n") + 1
+        decoded = decoded[:cut]
+        bad = 1
+    line_count = decoded.count("\n")
+    tokens = decoded.split()
+    for names in (fields, IA_DEFAULT_FIELDS):
+        if names and len(tokens) == len(names) * line_count:
+            width = len(names)
+            columns = {}
+            for index, name in enumerate(names):
+                column = COLUMN_OF.get(name)
+                if column is not None:
+                    columns[column] = tokens[index::width]
+            return ParsedPage(columns, line_count, bad, Dialect.IA)
+    names = fields or IA_DEFAULT_FIELDS
+    rows: list[list[str]] = []
+    for line in decoded.splitlines():
+        parts = line.split()
+        if len(parts) == len(names):
             rows.append(parts)
-        elif len(parts) != 1:  # a lone token is a resume key, not a row
+        elif len(parts) == len(IA_DEFAULT_FIELDS):
+            rows.append([parts[IA_DEFAULT_FIELDS.index(n)] if n in IA_DEFAULT_FIELDS else "" for n in names])
+        elif len(parts) > 1:  # a lone token is a resume key, not a row
             bad += 1
-    return ParsedPage(_columns_from_rows(list(IA_DEFAULT_FIELDS), rows), len(rows), bad, Dialect.IA)
+    return ParsedPage(_columns_from_rows(list(names), rows), len(rows), bad, Dialect.IA)
 
 
 # --- query parameters ------------------------------------------------------------------

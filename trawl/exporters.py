@@ -26,9 +26,9 @@ class UrlListExporter(BaseItemExporter):
 
     def export_item(self, item: Any) -> None:
         if isinstance(item, UrlBatch):
-            records = item.first_in_run()
-            if records:
-                self.file.write("\n".join(r.url for r in records).encode() + b"\n")
+            urls = item.first_in_run_urls()
+            if urls:
+                self.file.write("\n".join(urls).encode() + b"\n")
             return
         url = getattr(item, "url", None) or (item.get("url") if isinstance(item, dict) else None)
         if url:
@@ -42,9 +42,7 @@ class RecordJsonLinesExporter(JsonLinesItemExporter):
         if not isinstance(item, UrlBatch):
             super().export_item(item)
             return
-        records = item.first_in_run()
-        if records:
-            self.file.write(b"".join(orjson.dumps(r.as_dict()) + b"\n" for r in records))
+        self.file.write(b"".join(orjson.dumps(r.as_dict()) + b"\n" for r in item.records(first_in_run=True)))
 
 
 class RecordCsvExporter(CsvItemExporter):

@@ -29,8 +29,10 @@ class CaptureBatch:
     lengths: list[str] | None = None
     #: Identifies the upstream page (e.g. ``"page=3"``) for progress and resume.
     page: str = ""
+    #: Host of each URL, filled in by the normalizer (it parses the URL anyway).
+    hosts: list[str] | None = None
 
-    COLUMNS = ("urls", "timestamps", "statuses", "mimes", "digests", "lengths")
+    COLUMNS = ("urls", "timestamps", "statuses", "mimes", "digests", "lengths", "hosts")
 
     def __len__(self) -> int:
         return len(self.urls)
@@ -49,60 +51,95 @@ class CaptureBatch:
 
 @dataclass(slots=True)
 class UrlRecord:
-    """One canonical URL with the provenance gathered for it.
+    """One canonical URL with its provenance: the row view of a :class:`UrlBatch`.
 
-    ``first_seen``/``last_seen`` are capture timestamps as the source reports them
-    (14-digit ``YYYYMMDDhhmmss`` strings sort correctly as text).
+    Set-valued provenance (sources, statuses, mimes) is kept as comma-joined,
+    sorted text, the way stores hold it; :meth:`as_dict` splits it.
     """
 
     url: str
     host: str
-    sources: set[str] = field(default_factory=set)
-    first_seen: str | None = None
-    last_seen: str | None = None
-    captures: int = 0
-    statuses: set[str] = field(default_factory=set)
-    mimes: set[str] = field(default_factory=set)
-    #: True when the store did not know this URL before this run wrote it.
-    new: bool = False
+    sources: str
+    first_seen: str | None
+    last_seen: str | None
+    captures: int
+    statuses: str
+    mimes: str
+    new: bool
 
     def as_dict(self) -> dict[str, object]:
         """Plain, JSON-ready form used by exporters and the search command."""
         return {
             "url": self.url,
             "host": self.host,
-            "sources": sorted(self.sources),
+            "sources": _split(self.sources),
             "first_seen": self.first_seen,
             "last_seen": self.last_seen,
             "captures": self.captures,
-            "statuses": sorted(self.statuses),
-            "mimes": sorted(self.mimes),
+            "statuses": _split(self.statuses),
+            "mimes": _split(self.mimes),
             "new": self.new,
         }
 
 
+def _split(text: str) -> list[str]:
+    return text.split(",") if text else []
+
+
 @dataclass(slots=True, repr=False)
 class UrlBatch:
-    """Deduplicated URLs of one capture batch, ready for stores and exports."""
+    """Deduplicated URLs of one capture batch, column-wise, ready for stores and exports.
+
+    ``statuses``, ``mimes`` and ``sources`` hold comma-joined sorted sets as text
+    (what stores write). ``sources`` may be ``None``: every URL came from
+    ``source`` alone, until a store merges in what it knew.
+    """
 
     source: str
-    records: list[UrlRecord]
+    urls: list[str]
+    hosts: list[str]
+    first_seen: list[str | None]
+    last_seen: list[str | None]
+    captures: list[int]
+    statuses: list[str]
+    mimes: list[str]
+    sources: list[str] | None = None
+    #: Set by stores: True where the store did not know the URL before.
+    new: list[bool] | None = None
     page: str = ""
     #: Canonical URLs already passed on earlier in this run: stored (their
     #: provenance still merges) but not exported a second time.
     repeats: set[str] = field(default_factory=set)
 
     def __len__(self) -> int:
-        return len(self.records)
+        return len(self.urls)
 
     def __repr__(self) -> str:
-        return f"<UrlBatch {self.source} {self.page or '-'} urls={len(self.records)}>"
+        return f"<UrlBatch {self.source} {self.page or '-'} urls={len(self.urls)}>"
 
-    def __iter__(self) -> Iterator[UrlRecord]:
-        return iter(self.records)
+    def records(self, first_in_run: bool = False) -> Iterator[UrlRecord]:
+        """Row view; ``first_in_run`` skips :attr:`repeats` (what exports write)."""
+        size = len(self.urls)
+        sources = self.sources or [self.source] * size
+        new = self.new or [False] * size
+        repeats = self.repeats if first_in_run else ()
+        for row in zip(
+            self.urls,
+            self.hosts,
+            sources,
+            self.first_seen,
+            self.last_seen,
+            self.captures,
+            self.statuses,
+            self.mimes,
+            new,
+            strict=True,
+        ):
+            if row[0] not in repeats:
+                yield UrlRecord(*row)
 
-    def first_in_run(self) -> list[UrlRecord]:
-        """Records not passed on earlier in this run: what exports write."""
+    def first_in_run_urls(self) -> list[str]:
         if not self.repeats:
-            return self.records
-        return [r for r in self.records if r.url not in self.repeats]
+            return self.urls
+        repeats = self.repeats
+        return [u for u in self.urls if u not in repeats]

@@ -8,29 +8,10 @@ a run receives on two different pages still add up.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import orjson
 
-#: ``{source: [run_id, captures_in_that_run, best_run_count]}``
+#: ``{source: [run, captures_in_that_run, best_run_count]}`` (``run``: the store's run number)
 SourceCounts = dict[str, list]
-
-
-@dataclass(slots=True)
-class StoredProvenance:
-    """Provenance of one URL as a store holds it."""
-
-    sources: set[str]
-    first_seen: str | None
-    last_seen: str | None
-    statuses: set[str]
-    mimes: set[str]
-    counts: SourceCounts
-    first_run: str
-
-    @property
-    def captures(self) -> int:
-        return sum(entry[2] for entry in self.counts.values())
 
 
 def split_set(text: str | None) -> set[str]:
@@ -49,7 +30,7 @@ def loads_counts(text: str | None) -> SourceCounts:
     return orjson.loads(text) if text else {}
 
 
-def add_run_count(counts: SourceCounts, source: str, run_id: str, captures: int) -> None:
+def add_run_count(counts: SourceCounts, source: str, run_id: int | str, captures: int) -> None:
     """Add ``captures`` seen by ``source`` in ``run_id`` to ``counts`` in place."""
     entry = counts.get(source)
     if entry is None:

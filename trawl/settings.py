@@ -18,6 +18,7 @@ ROBOTSTXT_OBEY = False  # APIs, not pages: robots.txt does not govern them
 # --- Storage -----------------------------------------------------------------------------
 STORE_URI = "sqlite:///trawl.db"
 SQLITE_SYNCHRONOUS = "NORMAL"
+SQLITE_CACHE_MB = 64
 
 # --- Plugins -----------------------------------------------------------------------------
 TRAWL_PLUGINS: dict[str, bool] = {}

@@ -4,6 +4,11 @@ normalize -> filter -> dedup -> store, each a pluggy hook, each called once per
 batch. What comes out is a :class:`~trawl.items.UrlBatch` of the URLs this run
 had not passed on yet, which the feed exporters flatten to one line per URL.
 Items that are not capture batches pass through untouched.
+
+Store writes run on one dedicated worker thread, in arrival order: a store's
+work is mostly in C (SQLite's B-tree, a socket), so the reactor thread parses
+and normalizes the next page meanwhile, on the second core. The store hooks
+(``trawl_store_*``) therefore run on that thread, never two at once.
 """
 
 from __future__ import annotations
@@ -12,6 +17,10 @@ import uuid
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import DropItem
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import reactor
+from twisted.internet.threads import deferToThreadPool
+from twisted.python.threadpool import ThreadPool
 
 from trawl.context import RunContext
 from trawl.items import CaptureBatch, UrlBatch
@@ -30,6 +39,8 @@ class PluginPipeline:
         self.crawler = crawler
         self.plugins = plugins
         self.context: RunContext | None = None
+        self.writer = ThreadPool(minthreads=1, maxthreads=1, name="trawl-store")
+        self.threaded = crawler.settings.getbool("STORE_WRITE_THREAD", False)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PluginPipeline:
@@ -43,6 +54,7 @@ class PluginPipeline:
         hook = self.plugins.hook
         hook.trawl_open(context=self.context)
         hook.trawl_store_open(context=self.context)
+        self.writer.start()
 
     def close_spider(self, spider: Spider | None = None) -> None:
         context = self.context
@@ -50,13 +62,14 @@ class PluginPipeline:
             return
         reason = self.crawler.stats.get_value("finish_reason") or "finished"
         hook = self.plugins.hook
+        self.writer.stop()  # waits for the writes in flight
         try:
             hook.trawl_store_close(context=context, reason=reason)
         finally:
             hook.trawl_close(context=context, reason=reason)
             self.context = None
 
-    def process_item(self, item: object, spider: Spider | None = None) -> object:
+    async def process_item(self, item: object, spider: Spider | None = None) -> object:
         if not isinstance(item, CaptureBatch):
             return item
         context = self.context
@@ -71,9 +84,16 @@ class PluginPipeline:
         urls: UrlBatch | None = hook.trawl_dedup_batch(batch=item, context=context)
         if urls is None:
             raise DropItem("no dedup plugin is enabled")
-        new = sum(n for n in hook.trawl_store_write_batch(batch=urls, context=context) if n)
+        if self.threaded:
+            written = deferToThreadPool(
+                reactor, self.writer, hook.trawl_store_write_batch, batch=urls, context=context
+            )
+            results = await maybe_deferred_to_future(written)
+        else:
+            results = hook.trawl_store_write_batch(batch=urls, context=context)
+        new = sum(n for n in results if n)
         stats.inc_value("trawl/urls_new", new)
-        stats.inc_value("trawl/urls_unique", len(urls.records) - len(urls.repeats))
+        stats.inc_value("trawl/urls_unique", len(urls.urls) - len(urls.repeats))
         return urls
 
 

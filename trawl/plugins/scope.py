@@ -17,27 +17,24 @@ from trawl.pluginmanager import hookimpl
 @hookimpl
 def trawl_filter_batch(batch: CaptureBatch, context: RunContext) -> list[bool] | None:
     target = context.target
-    keep: list[bool] = []
-    invalid = 0
-    out_of_scope = 0
-    in_scope_cache: dict[str, bool] = {}
-    for url in batch.urls:
-        if url is None:
-            invalid += 1
-            keep.append(False)
-            continue
-        if target is None:
-            keep.append(True)
-            continue
-        host = host_of(url)
-        ok = in_scope_cache.get(host)
-        if ok is None:
-            ok = in_scope_cache[host] = target.in_scope(host)
-        if not ok:
-            out_of_scope += 1
-        keep.append(ok)
+    hosts = batch.hosts
+    if hosts is None:  # a normalizer that does not fill hosts replaced ours
+        hosts = [host_of(u) if u else "" for u in batch.urls]
+    verdicts: dict[str, bool] = {"": False}
+    if target is None:
+        keep = [bool(u) for u in batch.urls]
+    else:
+        in_scope = target.in_scope
+        for host in set(hosts):
+            if host:
+                verdicts[host] = in_scope(host)
+        keep = [verdicts[h] for h in hosts]
+    dropped = keep.count(False)
+    if not dropped:
+        return None
+    invalid = sum(1 for u in batch.urls if u is None)
     if invalid:
         context.stats.inc_value("trawl/filtered/invalid_url", invalid)
-    if out_of_scope:
-        context.stats.inc_value("trawl/filtered/out_of_scope", out_of_scope)
-    return keep if invalid or out_of_scope else None
+    if dropped - invalid:
+        context.stats.inc_value("trawl/filtered/out_of_scope", dropped - invalid)
+    return keep

@@ -22,6 +22,7 @@ from trawl.cdx import (
     Dialect,
     ParsedPage,
     filter_params,
+    fl_fields,
     fl_param,
     is_blocked,
     parse_page,
@@ -66,7 +67,11 @@ class WaybackSpider(SourceSpider):
         pattern = f"*.{target.domain}/*" if target.include_subdomains else f"{target.domain}/*"
         params: list[tuple[str, str]] = [("url", pattern)]
         if not count:
-            params += [("output", "json"), ("fl", fl_param(self.dialect))]
+            # IA: plain text (one split per page, no JSON to decode; its fields
+            # cannot hold spaces). pywb: NDJSON, the form its fl= names work in.
+            if self.dialect is Dialect.PYWB:
+                params.append(("output", "json"))
+            params.append(("fl", fl_param(self.dialect)))
             if filtered:
                 params += filter_params(self.filters, self.dialect)
         if self.filters.from_date:
@@ -106,11 +111,13 @@ class WaybackSpider(SourceSpider):
             return None
         self.page_requests += 1
         params = self.query() + [("page", str(page))]
-        return self._request(params, self.parse_cdx_page, page=page, walk=walk)
+        return self._request(
+            params, self.parse_cdx_page, page=page, walk=walk, fields=fl_fields(self.dialect)
+        )
 
     def probe_request(self, page: int) -> scrapy.Request:
         params = self.query(filtered=False) + [("limit", "1"), ("page", str(page))]
-        return self._request(params, self.parse_probe, page=page)
+        return self._request(params, self.parse_probe, page=page, fields=fl_fields(self.dialect))
 
     async def start(self) -> AsyncIterator[Any]:
         self.log_target()
@@ -132,14 +139,20 @@ class WaybackSpider(SourceSpider):
         if self._blocked(response):
             return
         count = parse_page_count(response.body) if response.status == 200 else None
-        unpaged = parse_page(response.body) if count is None and response.status == 200 else None
+        unpaged = (
+            parse_page(response.body, fl_fields(self.dialect))
+            if count is None and response.status == 200
+            else None
+        )
         if unpaged is not None and unpaged.rows:
             # pywb over a plain (non-ZipNum) index answers showNumPages with every
             # row and ignores page=: one unpaged request gets it all, filtered.
             self.logger.info("wayback: the server does not page this index; one request")
             self._note_dialect(unpaged)
             self.page_requests += 1
-            yield self._request(self.query(), self.parse_cdx_page, page=0, walk=False)
+            yield self._request(
+                self.query(), self.parse_cdx_page, page=0, walk=False, fields=fl_fields(self.dialect)
+            )
             return
         if count is None:
             self.logger.warning(
@@ -186,7 +199,7 @@ class WaybackSpider(SourceSpider):
         if walk and self._repeats_previous_page(response.body):
             self.logger.warning("wayback: the server ignores page=; stopping at page %d", page)
             return
-        parsed = parse_page(response.body)
+        parsed = parse_page(response.body, response.meta.get("fields"))
         self._note_dialect(parsed)
         stats = self.crawler.stats
         stats.inc_value("trawl/pages")
@@ -219,7 +232,7 @@ class WaybackSpider(SourceSpider):
         page: int = response.meta["page"]
         if response.status != 200 or self.looks_like_html(response):
             return
-        if parse_page(response.body).rows:
+        if parse_page(response.body, response.meta.get("fields")).rows:
             request = self.page_request(page + 1, walk=True)
             if request is not None:
                 yield request
