@@ -64,13 +64,13 @@ class RecordCsvExporter(CsvItemExporter):
             (
                 r.url,
                 r.host,
-                "|".join(sorted(r.sources)),
+                r.sources.replace(",", "|"),
                 r.first_seen or "",
                 r.last_seen or "",
                 r.captures,
-                "|".join(sorted(r.statuses)),
-                "|".join(sorted(r.mimes)),
+                r.statuses.replace(",", "|"),
+                r.mimes.replace(",", "|"),
                 "true" if r.new else "false",
             )
-            for r in item.first_in_run()
+            for r in item.records(first_in_run=True)
         )

@@ -14,15 +14,18 @@ BLOCKED = "blocked"
 def run_outcome(stats: Mapping[str, Any], reason: str | None) -> str:
     """complete / partial / failed / blocked.
 
-    A run is complete only if it finished by itself with no error and no limit
-    cut it short; it failed if it read no page at all.
+    A run is complete only if it finished by itself with no error; it failed if
+    it read no page at all. A limit the user set (``limit_requests``) does not
+    make a run partial: it did what it was asked.
     """
     if stats.get("trawl/blocked"):
         return BLOCKED
-    errors = stats.get("trawl/errors", 0)
+    # Any ERROR line counts, not only the ones trawl reports itself (a failing
+    # exporter, a plugin raising): an error the user was shown is not "complete".
+    errors = max(stats.get("trawl/errors", 0), stats.get("log_count/ERROR", 0))
     pages = stats.get("trawl/pages", 0)
     if errors and not pages:
         return FAILED
-    if errors or stats.get("trawl/limited") or (reason or "finished") != "finished":
+    if errors or (reason or "finished") != "finished":
         return PARTIAL
     return COMPLETE

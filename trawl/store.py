@@ -52,11 +52,25 @@ def store_factories(pm: pluggy.PluginManager) -> dict[str, StoreFactory]:
     return factories
 
 
-def create_store(uri: str, context: RunContext, pm: pluggy.PluginManager) -> Store:
-    """Build (not open) the store that ``uri`` names."""
+def _factory(uri: str, pm: pluggy.PluginManager) -> StoreFactory:
     scheme = uri_scheme(uri)
     factories = store_factories(pm)
     if scheme not in factories:
         known = ", ".join(sorted(factories)) or "none"
         raise TrawlUsageError(f"no store for STORE_URI scheme {scheme!r} (known: {known})")
-    return factories[scheme](uri, context)
+    return factories[scheme]
+
+
+def check_store_uri(uri: str, pm: pluggy.PluginManager) -> None:
+    """Raise ``TrawlUsageError`` for a ``STORE_URI`` no store can use, before any crawl starts.
+
+    A factory may offer ``check_uri(uri)`` to validate the rest of the URI.
+    """
+    check = getattr(_factory(uri, pm), "check_uri", None)
+    if check is not None:
+        check(uri)
+
+
+def create_store(uri: str, context: RunContext, pm: pluggy.PluginManager) -> Store:
+    """Build (not open) the store that ``uri`` names."""
+    return _factory(uri, pm)(uri, context)

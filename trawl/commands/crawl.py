@@ -16,6 +16,8 @@ from scrapy.exceptions import UsageError
 
 from trawl.errors import TrawlError
 from trawl.outcome import COMPLETE
+from trawl.pluginmanager import plugin_manager_from_settings
+from trawl.store import check_store_uri
 
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 1
@@ -38,6 +40,9 @@ class Command(ScrapyCrawlCommand):
         try:
             if check is not None:
                 check(self.settings, opts.spargs)
+            uri = str(self.settings.get("STORE_URI") or "").strip()
+            if uri:  # a bad STORE_URI would otherwise fail inside the reactor, with a traceback
+                check_store_uri(uri, plugin_manager_from_settings(self.settings))
         except TrawlError as exc:
             self._fail(str(exc))
             return

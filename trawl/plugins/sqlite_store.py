@@ -101,6 +101,10 @@ def _chunks(values: Sequence[str], size: int) -> Iterator[Sequence[str]]:
 class SqliteStore:
     """URL records in a SQLite database file (see the module docstring)."""
 
+    @staticmethod
+    def check_uri(uri: str) -> None:
+        sqlite_path(uri)
+
     def __init__(self, uri: str, context: RunContext) -> None:
         self.path = sqlite_path(uri)
         self.context = context

@@ -196,12 +196,18 @@ class WaybackSpider(SourceSpider):
         if self.looks_like_html(response):
             self.record_error("html", "CDX page %d: the server sent an HTML page instead of CDX data", page)
             return
-        if walk and self._repeats_previous_page(response.body):
+        if walk and self._repeats_previous_page(page, response.body):
             self.logger.warning("wayback: the server ignores page=; stopping at page %d", page)
             return
         parsed = parse_page(response.body, response.meta.get("fields"))
         self._note_dialect(parsed)
         stats = self.crawler.stats
+        if parsed.bad_lines and not response.meta.get("refetched"):
+            # A cut-off or garbled page is most often a transfer that went wrong:
+            # fetch it once more before settling for what could be read.
+            stats.inc_value("trawl/pages_refetched")
+            yield response.request.replace(dont_filter=True, meta={**response.meta, "refetched": True})
+            return
         stats.inc_value("trawl/pages")
         if parsed.bad_lines:
             stats.inc_value("trawl/bad_lines", parsed.bad_lines)
@@ -237,11 +243,14 @@ class WaybackSpider(SourceSpider):
             if request is not None:
                 yield request
 
-    def _repeats_previous_page(self, body: bytes) -> bool:
+    def _repeats_previous_page(self, page: int, body: bytes) -> bool:
         """A server that ignores ``page=`` would make walking never end."""
         digest = hash(body)
-        repeated = bool(body.strip()) and digest == getattr(self, "_last_walk_digest", None)
-        self._last_walk_digest = digest
+        previous = getattr(self, "_last_walk_page", None)
+        repeated = (
+            bool(body.strip()) and previous is not None and previous[0] == page - 1 and previous[1] == digest
+        )
+        self._last_walk_page = (page, digest)
         return repeated
 
     def _note_dialect(self, parsed: ParsedPage) -> None:

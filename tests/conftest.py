@@ -1,0 +1,91 @@
+"""Shared test helpers: run ``scrapy crawl`` as a user would, and read what it left.
+
+Crawls run in a subprocess, in a fresh project directory, with trawl's settings
+module: exit status, stderr and the files written are exactly what a user sees.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass
+class CrawlResult:
+    returncode: int
+    stdout: str
+    stderr: str
+    workdir: Path
+
+    @property
+    def log(self) -> str:
+        return self.stderr
+
+    def lines(self, name: str) -> list[str]:
+        return (self.workdir / name).read_text(encoding="utf-8").splitlines()
+
+    def db_path(self, name: str = "trawl.db") -> Path:
+        return self.workdir / name
+
+    def stored(self, name: str = "trawl.db") -> dict[str, dict]:
+        """Stored URL rows by URL."""
+        with sqlite3.connect(self.db_path(name)) as con:
+            con.row_factory = sqlite3.Row
+            return {row["url"]: dict(row) for row in con.execute("SELECT * FROM urls")}
+
+    def stat(self, name: str) -> str | None:
+        """A value from Scrapy's final stats dump (as printed)."""
+        key = f"'{name}': "
+        for line in self.stderr.splitlines():
+            line = line.strip()
+            if line.startswith(key):
+                return line[len(key) :].rstrip(",").strip("'")
+        return None
+
+    @property
+    def errors(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if "] ERROR:" in line]
+
+
+def run_scrapy(workdir: Path, *args: str, timeout: float = 120, env: dict | None = None) -> CrawlResult:
+    workdir.mkdir(parents=True, exist_ok=True)
+    full_env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings", **(env or {}))
+    full_env.pop("SCRAPY_PROJECT", None)
+    proc = subprocess.run(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=workdir,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
+    return CrawlResult(proc.returncode, proc.stdout, proc.stderr, workdir)
+
+
+def crawl_args(source: str, domain: str | None, settings: dict[str, object], *extra: str) -> list[str]:
+    args = ["crawl", source]
+    if domain is not None:
+        args += ["-a", f"domain={domain}"]
+    for key, value in settings.items():
+        args += ["-s", f"{key}={value}"]
+    return args + list(extra)
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    path = tmp_path / "project"
+    path.mkdir()
+    return path
+
+
+def assert_no_traceback(result: CrawlResult) -> None:
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
