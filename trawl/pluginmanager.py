@@ -44,7 +44,8 @@ def build_plugin_manager(
             module = import_module(path)
         except ImportError as exc:
             raise TrawlUsageError(f"cannot import plugin {path!r} from TRAWL_PLUGINS: {exc}") from None
-        pm.register(module, name=path)
+        if not pm.is_registered(module):  # already there through its entry point
+            pm.register(module, name=path)
     return pm
 
 
