@@ -47,7 +47,7 @@ class CrawlResult:
         for line in self.stderr.splitlines():
             line = line.strip()
             if line.startswith(key):
-                return line[len(key) :].rstrip(",").strip("'")
+                return line[len(key) :].rstrip("},").strip("'")
         return None
 
     @property

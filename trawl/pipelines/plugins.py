@@ -96,7 +96,6 @@ class PluginPipeline:
         stats.inc_value("trawl/urls_unique", len(urls.urls) - len(urls.repeats))
         return urls
 
-
     def _fail_store(self, what: str, exc: Exception) -> None:
         """One error line, then stop: pages fetched past this point would be lost.
 

@@ -180,8 +180,11 @@ class SqliteStore:
                     ),
                 ).rowcount
                 new = [True] * size
-                if inserted < size:
-                    self._merge_known(con, batch, new, now)
+                known = self._merge_known(con, batch, new, now) if inserted < size else 0
+                if inserted + known != size:
+                    # INSERT OR IGNORE also skips rows that break a constraint:
+                    # never let such a row vanish while being counted as stored.
+                    raise StoreError(f"{size - inserted - known} of {size} URLs could not be stored")
                 con.execute("COMMIT")
             except BaseException:
                 con.execute("ROLLBACK")
@@ -195,8 +198,8 @@ class SqliteStore:
         self._last_batch_time = now
         return now
 
-    def _merge_known(self, con: sqlite3.Connection, batch: UrlBatch, new: list[bool], now: float) -> None:
-        """Merge provenance into rows that existed before this batch."""
+    def _merge_known(self, con: sqlite3.Connection, batch: UrlBatch, new: list[bool], now: float) -> int:
+        """Merge provenance into rows that existed before this batch; return how many."""
         run_id = self.run
         source = batch.source
         position = {url: i for i, url in enumerate(batch.urls)}
@@ -231,6 +234,7 @@ class SqliteStore:
             )
         if updates:
             con.executemany(_UPDATE, updates)
+        return len(updates)
 
     @staticmethod
     def _fetch_known(con: sqlite3.Connection, urls: list[str], now: float) -> Iterator[tuple]:
