@@ -43,7 +43,7 @@ def page_query(domain: str) -> list[tuple[str, str]]:
     spider = WaybackSpider.__new__(WaybackSpider)
     settings = {"WAYBACK_BASE_URL": "http://127.0.0.1", "FILTER_CODE": "", "FILTER_MIME": ""}
     spider.configure(settings, {"domain": domain, "filters": "false"})
-    return spider.query()
+    return spider.query(spider.endpoints[0])
 
 
 def watch_peak_rss(process: subprocess.Popen) -> float:

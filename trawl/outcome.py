@@ -9,15 +9,18 @@ COMPLETE = "complete"
 PARTIAL = "partial"
 FAILED = "failed"
 BLOCKED = "blocked"
+SKIPPED_NO_KEY = "skipped-no-key"
 
 
 def run_outcome(stats: Mapping[str, Any], reason: str | None) -> str:
-    """complete / partial / failed / blocked.
+    """complete / partial / failed / blocked / skipped-no-key.
 
     A run is complete only if it finished by itself with no error; it failed if
     it read no page at all. A limit the user set (``limit_requests``) does not
     make a run partial: it did what it was asked.
     """
+    if stats.get("trawl/skipped"):
+        return SKIPPED_NO_KEY
     if stats.get("trawl/blocked"):
         return BLOCKED
     # Any ERROR line counts, not only the ones trawl reports itself (a failing

@@ -16,6 +16,7 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
 from trawl.outcome import run_outcome
+from trawl.secrets import install_redaction
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -53,6 +54,7 @@ class Progress:
         return self.crawler.stats.get_stats()
 
     def spider_opened(self, spider: Spider) -> None:
+        install_redaction()  # Scrapy's log handlers exist by now
         self.started = self.last_time = time.monotonic()
         if self.interval > 0:
             self.loop = task.LoopingCall(self.log_progress, spider)

@@ -20,6 +20,8 @@ from twisted.python.failure import Failure
 from trawl.arguments import parse_bool, parse_int
 from trawl.errors import TrawlUsageError
 from trawl.filters import FilterConfig, build_filter_config
+from trawl.keys import KeyRing, read_keys
+from trawl.secrets import redact
 from trawl.target import Target, parse_target
 
 #: Arguments every source accepts, beyond the filter names.
@@ -35,11 +37,18 @@ class SourceSpider(scrapy.Spider):
     base_url_setting: ClassVar[str] = ""
     #: Extra ``-a`` arguments this source accepts.
     extra_arguments: ClassVar[frozenset[str]] = frozenset()
+    #: Setting / environment variable holding this source's API key(s), if any.
+    api_key_setting: ClassVar[str] = ""
+    #: Without a key the source is skipped (one warning line), not failed.
+    api_key_required: ClassVar[bool] = False
 
     target: Target
     filters: FilterConfig
     limit_requests: int
     base_url: str
+    keys: KeyRing
+    #: Why this source will not run (e.g. no API key); ``None`` if it will.
+    skip_reason: str | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -81,6 +90,10 @@ class SourceSpider(scrapy.Spider):
         self.limit_requests = parse_int("limit_requests", arguments.get("limit_requests", 0))
         if self.base_url_setting:
             self.base_url = self._read_base_url(settings)
+        self.keys = KeyRing(read_keys(settings, self.api_key_setting) if self.api_key_setting else [])
+        self.skip_reason = None
+        if self.api_key_required and not self.keys.keys:
+            self.skip_reason = f"no API key (set {self.api_key_setting} as a setting or environment variable)"
 
     def _read_base_url(self, settings: Mapping[str, Any]) -> str:
         raw = str(settings.get(self.base_url_setting) or "").strip()
@@ -92,6 +105,14 @@ class SourceSpider(scrapy.Spider):
     def log_target(self) -> None:
         for note in self.target.notes:
             self.logger.info("%s: %s", self.name, note)
+
+    def should_skip(self) -> bool:
+        """Log once and record why this source does nothing, if it cannot run."""
+        if self.skip_reason is None:
+            return False
+        self.logger.warning("%s: skipped: %s", self.name, self.skip_reason)
+        self.crawler.stats.set_value("trawl/skipped", self.skip_reason)
+        return True
 
     # --- outcomes ----------------------------------------------------------------------
 
@@ -121,8 +142,8 @@ class SourceSpider(scrapy.Spider):
         )
 
     def describe_url(self, url: str) -> str:
-        """The URL as it may appear in a log line (sources with keys redact them)."""
-        return url
+        """The URL as it may appear in a log line: any key in it masked."""
+        return redact(url)
 
     @staticmethod
     def looks_like_html(response: Response) -> bool:
