@@ -58,6 +58,34 @@ WAYBACK_CDX_PATH = "/cdx/search/cdx"
 WAYBACK_DIALECT = "auto"
 WAYBACK_PAGE_SIZE = 0
 
+COMMONCRAWL_BASE_URL = "https://index.commoncrawl.org"
+COMMONCRAWL_COLLINFO_TTL = 86400  # seconds collinfo.json stays cached
+OTX_BASE_URL = "https://otx.alienvault.com"
+OTX_API_KEY = ""
+URLSCAN_BASE_URL = "https://urlscan.io"
+URLSCAN_API_KEY = ""
+URLSCAN_API_KEYS = ""
+VIRUSTOTAL_BASE_URL = "https://www.virustotal.com"
+VIRUSTOTAL_API_KEY = ""
+INTELX_BASE_URL = "https://2.intelx.io"
+INTELX_FALLBACK_BASE_URL = "https://free.intelx.io"
+INTELX_API_KEY = ""
+GHOSTARCHIVE_BASE_URL = "https://ghostarchive.org"
+# Where trawl caches small upstream metadata (Common Crawl's collinfo.json).
+TRAWL_CACHE_DIR = "~/.cache/trawl"
+
+# Requests per period and concurrency each source's public service tolerates;
+# check_only estimates durations with these.
+RATE_LIMITS = {
+    "wayback": "60/60s",
+    "commoncrawl": "1/1s",
+    "otx": "100/60s",
+    "urlscan": "120/60s",
+    "virustotal": "4/60s",
+    "intelx": "1/1s",
+    "ghostarchive": "30/60s",
+}
+
 # --- Filters (waymore 8.9's names and defaults) ------------------------------------------
 FILTER_CODE = "404,301,302"
 FILTER_MIME = (

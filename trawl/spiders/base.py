@@ -26,7 +26,10 @@ from trawl.target import Target, parse_target
 
 #: Arguments every source accepts, beyond the filter names.
 COMMON_ARGUMENTS = frozenset(
-    {"domain", "subs", "filters", "config", "from_date", "to_date", "keywords_only", "limit_requests"}
+    {
+        "domain", "subs", "filters", "config", "from_date", "to_date", "keywords_only",
+        "limit_requests", "check_only",
+    }
 )
 
 
@@ -88,6 +91,7 @@ class SourceSpider(scrapy.Spider):
         self.target = parse_target(arguments.get("domain"), include_subdomains=subs)
         self.filters = build_filter_config(settings, arguments)
         self.limit_requests = parse_int("limit_requests", arguments.get("limit_requests", 0))
+        self.check_only = parse_bool("check_only", arguments.get("check_only", False))
         if self.base_url_setting:
             self.base_url = self._read_base_url(settings)
         self.keys = KeyRing(read_keys(settings, self.api_key_setting) if self.api_key_setting else [])
@@ -113,6 +117,17 @@ class SourceSpider(scrapy.Spider):
         self.logger.warning("%s: skipped: %s", self.name, self.skip_reason)
         self.crawler.stats.set_value("trawl/skipped", self.skip_reason)
         return True
+
+    # --- check only --------------------------------------------------------------------
+
+    def report_estimate(self, requests: int) -> None:
+        """In ``check_only`` mode: add to the requests a full run would make.
+
+        Call it from the callbacks of the cheap counting requests (CDX
+        ``showNumPages``, OTX ``full_size``...); the summary turns the total into
+        an estimated duration under the source's rate limit.
+        """
+        self.crawler.stats.inc_value("trawl/estimate/requests", requests)
 
     # --- outcomes ----------------------------------------------------------------------
 

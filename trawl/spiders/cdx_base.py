@@ -209,6 +209,12 @@ class CdxSpider(SourceSpider):
                 fields=fl_fields(endpoint.dialect),
             )
             return
+        if self.check_only:
+            if count is None:
+                self.crawler.stats.set_value("trawl/estimate/unknown", True)
+            else:
+                self.report_estimate(max(count.pages, 1))
+            return
         if count is None:
             self.logger.warning(
                 "%s: the server gave no page count (HTTP %d)%s; paging until an empty page",
