@@ -14,9 +14,11 @@ import sys
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
+from trawl.arguments import parse_bool
 from trawl.errors import TrawlError
 from trawl.outcome import COMPLETE
 from trawl.pluginmanager import plugin_manager_from_settings
+from trawl.runall import ALL, export_from_store, start_all, summary_table
 from trawl.store import check_store_uri
 
 EXIT_USAGE = 2
@@ -29,6 +31,9 @@ class Command(ScrapyCrawlCommand):
             raise UsageError("give exactly one source to crawl, e.g. scrapy crawl wayback")
         assert self.crawler_process is not None
         name = args[0]
+        if name == ALL:
+            self.run_all(opts)
+            return
         loader = self.crawler_process.spider_loader
         try:
             spidercls = loader.load(name)
@@ -55,6 +60,33 @@ class Command(ScrapyCrawlCommand):
         outcome = crawler.stats.get_value("trawl/outcome") if crawler.stats else None
         if outcome is not None and outcome != COMPLETE:
             self.exitcode = EXIT_INCOMPLETE
+
+    def run_all(self, opts: argparse.Namespace) -> None:
+        """``scrapy crawl all``: see :mod:`trawl.runall`."""
+        assert self.crawler_process is not None and self.settings is not None
+        feeds = dict(self.settings.getdict("FEEDS"))
+        try:
+            uri = str(self.settings.get("STORE_URI") or "").strip()
+            if uri:
+                check_store_uri(uri, self._plugins())
+            runs = start_all(self.crawler_process, self.settings, opts.spargs)
+        except TrawlError as exc:
+            self._fail(str(exc))
+            return
+        self.crawler_process.start()
+        check_only = parse_bool("check_only", opts.spargs.get("check_only", False))
+        try:
+            export_from_store(runs, {} if check_only else feeds, self.settings, self._plugins())
+        except (TrawlError, OSError) as exc:
+            sys.stderr.write(f"trawl: error: cannot write the exports: {exc}\n")
+            self.exitcode = EXIT_INCOMPLETE
+        print(summary_table(runs, self.settings, check_only))
+        if self.crawler_process.bootstrap_failed or not all(run.ok for run in runs):
+            self.exitcode = EXIT_INCOMPLETE
+
+    def _plugins(self):  # type: ignore[no-untyped-def]
+        assert self.settings is not None
+        return plugin_manager_from_settings(self.settings)
 
     def _fail(self, message: str) -> None:
         sys.stderr.write(f"trawl: error: {message}\n")

@@ -247,6 +247,38 @@ class SqliteStore:
                 (*chunk, now),
             )
 
+    @classmethod
+    def read_runs(cls, uri: str, run_ids: list[str], size: int = 5000) -> Iterator[UrlBatch]:
+        """The URLs the given runs wrote or updated, in batches, as stored now."""
+        if not run_ids:
+            return
+        con = sqlite3.connect(f"file:{sqlite_path(uri)}?mode=ro", uri=True)
+        try:
+            marks = ",".join("?" * len(run_ids))
+            cursor = con.execute(
+                "SELECT url, host, sources, first_seen, last_seen, captures, statuses, mimes,"
+                f" first_run IN (SELECT run FROM runs WHERE run_id IN ({marks})) AS new"
+                f" FROM urls WHERE last_run IN (SELECT run FROM runs WHERE run_id IN ({marks}))"
+                " ORDER BY url",
+                (*run_ids, *run_ids),
+            )
+            while rows := cursor.fetchmany(size):
+                columns = list(zip(*rows, strict=True))
+                yield UrlBatch(
+                    source="store",
+                    urls=list(columns[0]),
+                    hosts=list(columns[1]),
+                    sources=list(columns[2]),
+                    first_seen=list(columns[3]),
+                    last_seen=list(columns[4]),
+                    captures=list(columns[5]),
+                    statuses=list(columns[6]),
+                    mimes=list(columns[7]),
+                    new=[bool(v) for v in columns[8]],
+                )
+        finally:
+            con.close()
+
     def close(self, reason: str) -> None:
         con = self.connection
         if con is None:

@@ -27,9 +27,21 @@ from trawl.target import Target, parse_target
 #: Arguments every source accepts, beyond the filter names.
 COMMON_ARGUMENTS = frozenset(
     {
-        "domain", "subs", "filters", "config", "from_date", "to_date", "keywords_only",
-        "limit_requests", "check_only",
+        "domain",
+        "subs",
+        "filters",
+        "config",
+        "from_date",
+        "to_date",
+        "keywords_only",
+        "limit_requests",
+        "check_only",
     }
+)
+
+#: The waymore filter lists, each settable with ``-a name=``.
+FILTER_ARGUMENTS = frozenset(
+    {"filter_code", "filter_mime", "filter_url", "filter_keywords", "match_code", "match_mime"}
 )
 
 
@@ -73,14 +85,7 @@ class SourceSpider(scrapy.Spider):
 
     def configure(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
         known = COMMON_ARGUMENTS | self.extra_arguments
-        filter_names = {
-            "filter_code",
-            "filter_mime",
-            "filter_url",
-            "filter_keywords",
-            "match_code",
-            "match_mime",
-        }
+        filter_names = FILTER_ARGUMENTS
         unknown = sorted(k for k in arguments if k.lower() not in known | filter_names)
         if unknown:
             raise TrawlUsageError(

@@ -1,0 +1,199 @@
+"""``scrapy crawl all``: every selected source at once, in one process.
+
+Each source runs as its own Scrapy crawler on the shared reactor, with its own
+engine, downloader slots, retries and stats, so one that fails (unreachable,
+blocked, 5xx after retries, malformed answers) neither stops nor slows the
+others. All of them write to the same store, which merges provenance: a URL
+three sources report is one row listing three.
+
+Exports (``-o``) are written once every source has finished, from the store,
+for the URLs this run touched: one line per URL with its merged provenance,
+which per-crawler feed exports could not give.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.utils.misc import load_object
+
+from trawl.arguments import split_list
+from trawl.errors import TrawlUsageError
+from trawl.outcome import COMPLETE, SKIPPED_NO_KEY
+from trawl.ratelimits import parse_rate
+from trawl.spiders.base import COMMON_ARGUMENTS, FILTER_ARGUMENTS
+from trawl.store import store_factories, uri_scheme
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler, CrawlerProcess
+    from scrapy.settings import Settings
+
+ALL = "all"
+SELECTION_ARGUMENTS = frozenset({"sources", "exclude"})
+
+
+@dataclass
+class SourceRun:
+    name: str
+    crawler: Crawler
+    explicit: bool
+    started: float = 0.0
+    finished: float = 0.0
+
+    def stat(self, key: str, default: Any = 0) -> Any:
+        stats = self.crawler.stats
+        return stats.get_value(key, default) if stats is not None else default
+
+    def mark_finished(self) -> None:
+        self.finished = time.monotonic()
+
+    @property
+    def outcome(self) -> str:
+        return self.stat("trawl/outcome", "failed") or "failed"
+
+    @property
+    def ok(self) -> bool:
+        """Counts as done for the exit status: complete, or skipped without being asked for."""
+        return self.outcome == COMPLETE or (self.outcome == SKIPPED_NO_KEY and not self.explicit)
+
+
+def select_sources(available: list[str], arguments: Mapping[str, Any]) -> tuple[list[str], bool]:
+    """Sources to run, and whether the user named them."""
+    known = [name for name in available if name != ALL]
+    chosen = split_list(arguments.get("sources"))
+    excluded = split_list(arguments.get("exclude"))
+    for name in chosen + excluded:
+        if name not in known:
+            raise TrawlUsageError(f"unknown source {name!r} (known: {', '.join(sorted(known))})")
+    selected = [name for name in (chosen or known) if name not in excluded]
+    if not selected:
+        raise TrawlUsageError("no source left to run (check -a sources= and -a exclude=)")
+    return selected, bool(chosen)
+
+
+def arguments_for(spidercls: Any, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments a source accepts, out of everything given to ``all``."""
+    accepted = COMMON_ARGUMENTS | FILTER_ARGUMENTS | getattr(spidercls, "extra_arguments", frozenset())
+    return {k: v for k, v in arguments.items() if k.lower() in accepted}
+
+
+def check_unused(spiderclasses: list[Any], arguments: Mapping[str, Any]) -> None:
+    accepted = set(COMMON_ARGUMENTS | FILTER_ARGUMENTS | SELECTION_ARGUMENTS)
+    for spidercls in spiderclasses:
+        accepted |= getattr(spidercls, "extra_arguments", frozenset())
+    unknown = sorted(k for k in arguments if k.lower() not in accepted)
+    if unknown:
+        raise TrawlUsageError(f"no selected source takes -a {unknown[0]}=")
+
+
+def start_all(process: CrawlerProcess, settings: Settings, arguments: Mapping[str, Any]) -> list[SourceRun]:
+    """Validate everything, then schedule one crawler per source (not started yet)."""
+    loader = process.spider_loader
+    names, explicit = select_sources(loader.list(), arguments)
+    classes = [loader.load(name) for name in names]
+    check_unused(classes, arguments)
+    for spidercls in classes:
+        spidercls.check_arguments(settings, arguments_for(spidercls, arguments))
+    runs = []
+    for name, spidercls in zip(names, classes, strict=True):
+        crawler = process.create_crawler(spidercls)
+        # Exported from the store at the end; a priority above the runner's (crawl() merges it in).
+        crawler.settings.set("FEEDS", {}, priority=100)
+        run = SourceRun(name, crawler, explicit)
+        run.started = time.monotonic()
+        crawler.signals.connect(run.mark_finished, signal=signals.spider_closed)
+        process.crawl(crawler, **arguments_for(spidercls, arguments))
+        runs.append(run)
+    return runs
+
+
+def summary_table(runs: list[SourceRun], settings: Settings, check_only: bool) -> str:
+    """The per-source table printed at the end of ``scrapy crawl all``."""
+    if check_only:
+        header = ("source", "requests", "estimated duration", "state")
+        rows = [(r.name, _estimate_requests(r), _estimate_duration(r, settings), r.outcome) for r in runs]
+    else:
+        header = ("source", "requests", "pages", "URLs", "new URLs", "errors", "duration", "state")
+        rows = [
+            (
+                r.name,
+                f"{r.stat('downloader/request_count'):,}",
+                f"{r.stat('trawl/pages'):,}",
+                f"{r.stat('trawl/urls_unique'):,}",
+                f"{r.stat('trawl/urls_new'):,}",
+                f"{r.stat('trawl/errors'):,}",
+                f"{max(r.finished - r.started, 0):.1f} s",
+                r.outcome,
+            )
+            for r in runs
+        ]
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)) for row in [header, *rows]
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _estimate_requests(run: SourceRun) -> str:
+    if run.stat("trawl/estimate/unknown", False):
+        return "unknown"
+    if run.outcome == SKIPPED_NO_KEY:
+        return "-"
+    return f"{run.stat('trawl/estimate/requests'):,}"
+
+
+def _estimate_duration(run: SourceRun, settings: Settings) -> str:
+    if run.stat("trawl/estimate/unknown", False) or run.outcome == SKIPPED_NO_KEY:
+        return "-"
+    requests = run.stat("trawl/estimate/requests")
+    limit = settings.getdict("RATE_LIMITS").get(run.name)
+    if not limit:
+        return "-"
+    count, period = parse_rate(limit)
+    seconds = math.ceil(requests / count) * period if requests else 0
+    return format_duration(seconds)
+
+
+def format_duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def export_from_store(
+    runs: list[SourceRun], feeds: Mapping[str, Mapping[str, Any]], settings: Settings, pm: Any
+) -> int:
+    """Write ``-o`` files for ``all`` from the store: each URL once, provenance merged."""
+    if not feeds:
+        return 0
+    uri = (settings.get("STORE_URI") or "").strip()
+    if not uri:
+        raise TrawlUsageError("-o with 'all' exports from the store: set STORE_URI")
+    reader = getattr(store_factories(pm).get(uri_scheme(uri)), "read_runs", None)
+    if reader is None:
+        raise TrawlUsageError(f"the {uri_scheme(uri)!r} store cannot be read back for -o")
+    run_ids = [r.stat("trawl/run_id", None) for r in runs]
+    run_ids = [run_id for run_id in run_ids if run_id]
+    exporters = settings.getdict("FEED_EXPORTERS")
+    written = 0
+    for path, options in feeds.items():
+        fmt = options.get("format") or Path(path).suffix.lstrip(".")
+        if fmt not in exporters:
+            raise TrawlUsageError(f"no exporter for the {fmt!r} format of {path}")
+        with open(path, "wb" if options.get("overwrite") else "ab") as file:
+            exporter = load_object(exporters[fmt])(file)
+            exporter.start_exporting()
+            for batch in reader(uri, run_ids):
+                exporter.export_item(batch)
+                written += len(batch)
+            exporter.finish_exporting()
+    return written
