@@ -111,6 +111,11 @@ def main() -> None:
             f"CONCURRENT_REQUESTS_PER_DOMAIN={args.concurrency}",
             "-s",
             "LOG_LEVEL=INFO",
+            # A local server: no politeness budget to respect (measure trawl, not its pacing).
+            "-s",
+            "RATE_LIMITS_ENABLED=False",
+            "-s",
+            "AUTOTHROTTLE_ENABLED=False",
         ]
         env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings")
         command += [arg for extra in args.set for arg in ("-s", extra)]

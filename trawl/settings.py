@@ -37,10 +37,33 @@ FEED_EXPORTERS = {
 FEED_EXPORT_ENCODING = "utf-8"
 
 # --- Progress ----------------------------------------------------------------------------
-EXTENSIONS = {"trawl.extensions.progress.Progress": 500}
+EXTENSIONS = {
+    "trawl.extensions.progress.Progress": 500,
+    "scrapy.extensions.throttle.AutoThrottle": None,
+    "trawl.extensions.throttle.SourceAutoThrottle": 0,
+}
 PROGRESS_INTERVAL = 10.0
 LOG_LEVEL = "INFO"
 LOGSTATS_INTERVAL = 0  # the progress line replaces Scrapy's "Crawled N pages" line
+
+# --- Politeness ----------------------------------------------------------------------------
+DOWNLOADER_MIDDLEWARES = {
+    # Scrapy's retry, replaced by one that honours Retry-After and backs off with jitter.
+    "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
+    "trawl.middlewares.retry.BackoffRetryMiddleware": 550,
+    # Last before the download: the source's gate (budget, concurrency, pauses).
+    "trawl.middlewares.ratelimit.RateLimitMiddleware": 950,
+}
+RATE_LIMITS_ENABLED = True
+SOURCE_CONCURRENCY: dict[str, int] = {}
+RETRY_LIMITS: dict[str, int] = {}
+RETRY_BACKOFF_BASE = 1.0
+RETRY_BACKOFF_MAX = 60.0
+RETRY_MAX_PAUSE = 3600.0
+AUTOTHROTTLE_ENABLED = True
+AUTOTHROTTLE_START_DELAY = 1.0
+AUTOTHROTTLE_MAX_DELAY = 60.0
+AUTOTHROTTLE_TARGET_CONCURRENCY = 2.0
 
 # --- Downloads ---------------------------------------------------------------------------
 CONCURRENT_REQUESTS = 16
@@ -74,8 +97,8 @@ GHOSTARCHIVE_BASE_URL = "https://ghostarchive.org"
 # Where trawl caches small upstream metadata (Common Crawl's collinfo.json).
 TRAWL_CACHE_DIR = "~/.cache/trawl"
 
-# Requests per period and concurrency each source's public service tolerates;
-# check_only estimates durations with these.
+# Requests per period each source's public service tolerates (enforced per source
+# by trawl.middlewares.ratelimit; check_only estimates durations with them).
 RATE_LIMITS = {
     "wayback": "60/60s",
     "commoncrawl": "1/1s",
@@ -118,3 +141,8 @@ FILTER_KEYWORDS = (
 )
 MATCH_CODE = ""
 MATCH_MIME = ""
+
+# --- urlscan -----------------------------------------------------------------------------
+URLSCAN_PAGE_SIZE = 100  # results per search request (urlscan: default 100, at most 10000)
+# Longest wait for a rate-limited key's reset before the run stops as partial (seconds).
+URLSCAN_MAX_WAIT = 3600

@@ -34,6 +34,7 @@ import operator
 import random
 import re
 import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -58,6 +59,8 @@ __all__ = [
     "FaultResponse",
     "RequestRecord",
     "bad_gateway",
+    "connection_reset",
+    "cut_transfer",
     "fake_digest",
     "gateway_timeout",
     "generate_dataset",
@@ -160,6 +163,22 @@ def bad_gateway() -> FaultResponse:
 def gateway_timeout() -> FaultResponse:
     """nginx 504: the CDX backend took too long (typical for huge domain queries)."""
     return (504, _nginx_page(504, "Gateway Time-out"), {"Content-Type": _CT_HTML})
+
+
+#: Pseudo status of :func:`connection_reset`: no answer at all.
+RESET = 0
+_CUT_HEADER = "X-Fake-Cut-Transfer"
+
+
+def connection_reset() -> FaultResponse:
+    """The connection is reset before any answer (an overloaded or banning server)."""
+    return (RESET, b"", {})
+
+
+def cut_transfer() -> FaultResponse:
+    """A 200 whose body stops half-way, the connection closed under it."""
+    return (200, b"com,example)/ 20200101000000 http://example.com/ text/html 200 X 1\n" * 40,
+            {"Content-Type": _CT_TEXT, _CUT_HEADER: "1"})
 
 
 # --------------------------------------------------------------------------------------
@@ -523,6 +542,12 @@ class _Handler(BaseHTTPRequestHandler):
             resp = self.server.fake.handle(self.path, dict(self.headers.items()))
         except Exception as exc:  # a bug here must not look like a network failure
             resp = _Response(500, [("Content-Type", _CT_TEXT)], f"fake server error: {exc!r}\n".encode())
+        if resp.status == RESET:
+            # RST instead of FIN: linger 0, then close without a byte.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return
         body = resp.body
         head = [f"HTTP/1.1 {resp.status} {_REASONS.get(resp.status, 'Unknown')}"]
         head.append("Server: nginx")
@@ -984,10 +1009,12 @@ class FakeCdxServer:
 
     def _fault(self, fault: FaultResponse) -> _Response:
         status, body, hdrs = fault
+        cut = _CUT_HEADER in hdrs
+        hdrs = {k: v for k, v in hdrs.items() if k != _CUT_HEADER}
         headers = list(hdrs.items())
         if not any(k.lower() == "content-type" for k, _ in headers):
             headers.insert(0, ("Content-Type", _CT_HTML))
-        return _Response(status, headers, body)
+        return _Response(status, headers, body, drop_connection=cut)
 
     def _pop(self, queue: list[FaultResponse]) -> FaultResponse | None:
         with self._lock:
