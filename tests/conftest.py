@@ -65,7 +65,10 @@ def run_scrapy(workdir: Path, *args: str, timeout: float = 120, env: dict | None
     if args and args[0] == "crawl":
         given = " ".join(args)
         args = tuple(args) + tuple(
-            arg for name, value in FAST.items() if f"{name}=" not in given for arg in ("-s", f"{name}={value}")
+            arg
+            for name, value in FAST.items()
+            if f"{name}=" not in given
+            for arg in ("-s", f"{name}={value}")
         )
     full_env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings", **(env or {}))
     full_env.pop("SCRAPY_PROJECT", None)

@@ -27,8 +27,11 @@ class CaptureBatch:
     mimes: list[str] | None = None
     digests: list[str] | None = None
     lengths: list[str] | None = None
-    #: Identifies the upstream page (e.g. ``"page=3"``) for progress and resume.
+    #: Identifies the upstream page (e.g. ``"page=3"``) for progress and resume:
+    #: stores record it with the batch, in the same transaction.
     page: str = ""
+    #: Rows the upstream page held, before any filter (0: an empty page).
+    page_rows: int = 0
     #: Host of each URL, filled in by the normalizer (it parses the URL anyway).
     hosts: list[str] | None = None
 
@@ -107,6 +110,7 @@ class UrlBatch:
     #: Set by stores: True where the store did not know the URL before.
     new: list[bool] | None = None
     page: str = ""
+    page_rows: int = 0
     #: Canonical URLs already passed on earlier in this run: stored (their
     #: provenance still merges) but not exported a second time.
     repeats: set[str] = field(default_factory=set)

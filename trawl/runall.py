@@ -25,6 +25,7 @@ from scrapy.utils.misc import load_object
 
 from trawl.arguments import split_list
 from trawl.errors import TrawlUsageError
+from trawl.jobdir import RESUMABLE
 from trawl.outcome import COMPLETE, SKIPPED_NO_KEY
 from trawl.ratelimits import parse_rate
 from trawl.spiders.base import COMMON_ARGUMENTS, FILTER_ARGUMENTS
@@ -105,6 +106,7 @@ def start_all(process: CrawlerProcess, settings: Settings, arguments: Mapping[st
         crawler = process.create_crawler(spidercls)
         # Exported from the store at the end; a priority above the runner's (crawl() merges it in).
         crawler.settings.set("FEEDS", {}, priority=100)
+        use_trawl_jobdir(crawler.settings)
         run = SourceRun(name, crawler, explicit)
         run.started = time.monotonic()
         crawler.signals.connect(run.mark_finished, signal=signals.spider_closed)
@@ -139,6 +141,18 @@ def summary_table(runs: list[SourceRun], settings: Settings, check_only: bool) -
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(line.rstrip() for line in lines)
+
+
+def use_trawl_jobdir(settings: Settings) -> None:
+    """``-s JOBDIR=`` resumes through trawl's page ledger, not Scrapy's request queue.
+
+    See :mod:`trawl.jobdir`: Scrapy's queue would lose the requests in flight at
+    a kill. Set at a priority above the runner's, which ``crawl()`` merges in.
+    """
+    jobdir = settings.get("JOBDIR")
+    if jobdir:
+        settings.set(RESUMABLE, jobdir, priority=100)
+        settings.set("JOBDIR", None, priority=100)
 
 
 def _estimate_requests(run: SourceRun) -> str:

@@ -18,7 +18,7 @@ from trawl.arguments import parse_bool
 from trawl.errors import TrawlError
 from trawl.outcome import COMPLETE
 from trawl.pluginmanager import plugin_manager_from_settings
-from trawl.runall import ALL, export_from_store, start_all, summary_table
+from trawl.runall import ALL, export_from_store, start_all, summary_table, use_trawl_jobdir
 from trawl.store import check_store_uri
 
 EXIT_USAGE = 2
@@ -52,6 +52,7 @@ class Command(ScrapyCrawlCommand):
             self._fail(str(exc))
             return
         crawler = self._create_crawler(name)
+        use_trawl_jobdir(crawler.settings)
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:

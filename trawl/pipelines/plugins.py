@@ -22,6 +22,8 @@ from scrapy.utils.defer import deferred_from_coro
 
 from trawl.context import RunContext
 from trawl.items import CaptureBatch, UrlBatch
+from trawl.jobdir import RESUMABLE, mark_finished, run_id_for
+from trawl.outcome import COMPLETE, run_outcome
 from trawl.pluginmanager import plugin_manager_from_settings
 
 logger = logging.getLogger(__name__)
@@ -40,6 +42,7 @@ class PluginPipeline:
         self.plugins = plugins
         self.context: RunContext | None = None
         self.store_failed = False
+        self.jobdir: str | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PluginPipeline:
@@ -47,9 +50,16 @@ class PluginPipeline:
 
     def open_spider(self, spider: Spider | None = None) -> None:
         spider = spider or self.crawler.spider
-        run_id = self.crawler.settings.get("TRAWL_RUN_ID") or uuid.uuid4().hex
+        settings = self.crawler.settings
+        run_id = settings.get("TRAWL_RUN_ID") or uuid.uuid4().hex
+        self.jobdir = settings.get(RESUMABLE) or None
+        if self.jobdir:
+            run_id, resumed = run_id_for(self.jobdir, spider.name)
+            if resumed:
+                logger.info("%s: resuming run %s from %s", spider.name, run_id, self.jobdir)
         self.context = RunContext(crawler=self.crawler, spider=spider, run_id=run_id, plugins=self.plugins)
         self.crawler.stats.set_value("trawl/run_id", run_id)
+        spider.run_context = self.context  # the spider reads done pages from it (resume)
         hook = self.plugins.hook
         hook.trawl_open(context=self.context)
         try:
@@ -62,6 +72,8 @@ class PluginPipeline:
         if context is None:
             return
         reason = self.crawler.stats.get_value("finish_reason") or "finished"
+        if self.jobdir and run_outcome(self.crawler.stats.get_stats(), reason) == COMPLETE:
+            mark_finished(self.jobdir, context.source, context.run_id)
         hook = self.plugins.hook
         try:
             hook.trawl_store_close(context=context, reason=reason)

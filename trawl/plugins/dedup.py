@@ -90,6 +90,7 @@ def trawl_dedup_batch(batch: CaptureBatch, context: RunContext) -> UrlBatch:
         statuses=out_statuses,
         mimes=out_mimes,
         page=batch.page,
+        page_rows=batch.page_rows,
         repeats=repeats,
     )
 

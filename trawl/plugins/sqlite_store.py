@@ -51,6 +51,14 @@ CREATE TABLE IF NOT EXISTS urls (
     added_at      REAL NOT NULL,
     updated_at    REAL NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS pages (
+    run           INTEGER NOT NULL,
+    source        TEXT NOT NULL,
+    page          TEXT NOT NULL,
+    rows          INTEGER NOT NULL,
+    stored_at     REAL NOT NULL,
+    PRIMARY KEY (run, source, page)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS runs (
     run           INTEGER PRIMARY KEY AUTOINCREMENT,
     run_id        TEXT NOT NULL UNIQUE,
@@ -134,10 +142,17 @@ class SqliteStore:
         with self._lock:
             # Rows refer to runs by this small number: a 32-character run id in
             # three columns of every row made the table half as big again.
-            self.run = con.execute(
-                "INSERT INTO runs (run_id, source, domain, started_at) VALUES (?, ?, ?, ?)",
-                (self.context.run_id, self.context.source, target and target.domain, time.time()),
-            ).lastrowid
+            known = con.execute("SELECT run FROM runs WHERE run_id = ?", (self.context.run_id,)).fetchone()
+            if known is not None:  # a resumed run goes on under its number
+                self.run = known[0]
+                con.execute(
+                    "UPDATE runs SET finished_at = NULL, finish_reason = NULL WHERE run = ?", (self.run,)
+                )
+            else:
+                self.run = con.execute(
+                    "INSERT INTO runs (run_id, source, domain, started_at) VALUES (?, ?, ?, ?)",
+                    (self.context.run_id, self.context.source, target and target.domain, time.time()),
+                ).lastrowid
 
     def write_batch(self, batch: UrlBatch) -> int:
         """Insert what is new, merge what is known; one transaction.
@@ -148,7 +163,7 @@ class SqliteStore:
         """
         urls = batch.urls
         size = len(urls)
-        if not size:
+        if not size and not batch.page:
             return 0
         con = self.connection
         assert con is not None, "store not open"
@@ -161,6 +176,14 @@ class SqliteStore:
             now = self._next_batch_time()
             con.execute("BEGIN IMMEDIATE")
             try:
+                if batch.page and not self._claim_page(con, batch, now):
+                    # This run stored the page before (a resumed run, a refetch):
+                    # merging it again would count its captures twice.
+                    con.execute("ROLLBACK")
+                    batch.new = [False] * size
+                    batch.repeats = set(urls)
+                    self.context.stats.inc_value("trawl/pages_already_stored")
+                    return 0
                 inserted = con.executemany(
                     _INSERT_NEW,
                     zip(
@@ -191,6 +214,26 @@ class SqliteStore:
                 raise
         batch.new = new
         return inserted
+
+    def _claim_page(self, con: sqlite3.Connection, batch: UrlBatch, now: float) -> bool:
+        """Record the page in the ledger; False if this run has it already."""
+        return (
+            con.execute(
+                "INSERT OR IGNORE INTO pages (run, source, page, rows, stored_at) VALUES (?, ?, ?, ?, ?)",
+                (self.run, batch.source, batch.page, batch.page_rows, now),
+            ).rowcount
+            == 1
+        )
+
+    def done_pages(self, source: str) -> dict[str, int]:
+        """Pages this run stored already (page key -> upstream rows): what a resumed run skips."""
+        assert self.connection is not None
+        with self._lock:
+            return dict(
+                self.connection.execute(
+                    "SELECT page, rows FROM pages WHERE run = ? AND source = ?", (self.run, source)
+                )
+            )
 
     def _next_batch_time(self) -> float:
         """A timestamp that no earlier batch of this store used: it marks our inserts."""

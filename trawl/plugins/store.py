@@ -22,6 +22,10 @@ def trawl_store_open(context: RunContext) -> None:
     store = create_store(uri.strip(), context, context.plugins)
     store.open()
     context.state[_KEY] = store
+    done_pages = getattr(store, "done_pages", None)
+    if done_pages is not None:
+        # Pages this run stored before it was stopped: a resumed crawl skips them.
+        context.state["done_pages"] = done_pages(context.source)
 
 
 @hookimpl

@@ -133,7 +133,26 @@ class CdxSpider(SourceSpider):
         params = self.query(self.endpoints[index], count=True) + [("showNumPages", "true")]
         return self._request(index, params, self.parse_count)
 
+    def page_key(self, index: int, page: int) -> str:
+        """How a page is named in batches and in the store's page ledger."""
+        if len(self.endpoints) > 1:
+            return f"{self.endpoints[index].label} page={page}"
+        return f"page={page}"
+
+    def done_rows(self, index: int, page: int) -> int | None:
+        """Rows of a page this run stored before it was stopped, or ``None``."""
+        context = getattr(self, "run_context", None)
+        done = context.state.get("done_pages", {}) if context is not None else {}
+        return done.get(self.page_key(index, page))
+
     def page_request(self, index: int, page: int, *, walk: bool = False) -> scrapy.Request | None:
+        """The request for a page, or ``None`` if the limit is reached or a resumed
+        run stored it already (walking on past it when it had rows)."""
+        while (rows := self.done_rows(index, page)) is not None:
+            self.crawler.stats.inc_value("trawl/pages_resumed")
+            if not walk or rows == 0:
+                return None
+            page += 1
         if self.limit_requests and self.page_requests >= self.limit_requests:
             if not self.limit_logged:
                 self.limit_logged = True
@@ -199,6 +218,8 @@ class CdxSpider(SourceSpider):
             # row and ignores page=: one unpaged request gets it all, filtered.
             self.logger.info("%s: the server does not page this index; one request", self.name)
             self._note_dialect(endpoint, unpaged)
+            if self.done_rows(index, 0) is not None:
+                return
             self.page_requests += 1
             yield self._request(
                 index,
@@ -245,9 +266,10 @@ class CdxSpider(SourceSpider):
             pages = 1
         for page in range(pages):
             request = self.page_request(index, page, walk=page == pages - 1)
-            if request is None:
-                break
-            yield request
+            if request is not None:
+                yield request
+            elif self.done_rows(index, page) is None:
+                break  # the request limit, not a page stored before
 
     def parse_cdx_page(self, response: Response) -> Iterator[Any]:
         index: int = response.meta["endpoint"]
@@ -258,6 +280,7 @@ class CdxSpider(SourceSpider):
             return
         if self._no_captures(response):
             self.crawler.stats.inc_value("trawl/pages")
+            yield self._batch(ParsedPage(), index, page)
             return
         if response.status != 200:
             if walk and response.status == 400 and page > 0:
@@ -305,8 +328,8 @@ class CdxSpider(SourceSpider):
                     self.where(response),
                     parsed.bad_lines,
                 )
-        if parsed.rows:
-            yield self._batch(parsed, endpoint, page)
+        # Also an empty page: the store records it in the page ledger (resume).
+        yield self._batch(parsed, index, page)
         if not walk:
             return
         if parsed.rows or parsed.bad_lines:
@@ -342,13 +365,12 @@ class CdxSpider(SourceSpider):
             self.logger.info("%s: the server speaks the %s dialect", self.name, parsed.dialect.value)
             endpoint.dialect = parsed.dialect
 
-    def _batch(self, parsed: ParsedPage, endpoint: Endpoint, page: int) -> CaptureBatch:
+    def _batch(self, parsed: ParsedPage, index: int, page: int) -> CaptureBatch:
         columns = parsed.columns
         statuses = columns.get("statuses")
         if statuses is not None and "-" in statuses:
             # Revisit records carry "-": no status of their own.
             statuses = ["" if s == "-" else s for s in statuses]
-        label = f"{endpoint.label} page={page}" if len(self.endpoints) > 1 else f"page={page}"
         return CaptureBatch(
             source=self.name,
             urls=columns.get("urls", []),
@@ -357,5 +379,6 @@ class CdxSpider(SourceSpider):
             mimes=columns.get("mimes"),
             digests=columns.get("digests"),
             lengths=columns.get("lengths"),
-            page=label,
+            page=self.page_key(index, page),
+            page_rows=parsed.rows + parsed.bad_lines,
         )
