@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from twisted.internet import defer, reactor, task
+from twisted.internet import defer, task
 
 from trawl.ratelimits import parse_rate
 
@@ -113,6 +113,8 @@ class SourceLimiter:
         timer = self._timer
         if timer is not None and timer.active():  # type: ignore[attr-defined]
             timer.cancel()  # type: ignore[attr-defined]
+        from twisted.internet import reactor  # at call time: importing it installs one
+
         self._timer = reactor.callLater(delay, self._on_timer)  # type: ignore[attr-defined]
 
     def _on_timer(self) -> None:
@@ -140,4 +142,6 @@ def limiter_for(source: str, rate: str | None = None, concurrency: int = 8) -> S
 
 
 def sleep(seconds: float) -> defer.Deferred:
+    from twisted.internet import reactor  # at call time: importing it installs one
+
     return task.deferLater(reactor, max(seconds, 0.0), lambda: None)  # type: ignore[arg-type]

@@ -51,6 +51,8 @@ DOWNLOADER_MIDDLEWARES = {
     # Scrapy's retry, replaced by one that honours Retry-After and backs off with jitter.
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
     "trawl.middlewares.retry.BackoffRetryMiddleware": 550,
+    # Picks a live proxy; Scrapy's HttpProxyMiddleware (750) then uses it.
+    "trawl.middlewares.proxies.ProxyRotationMiddleware": 740,
     # Last before the download: the source's gate (budget, concurrency, pauses).
     "trawl.middlewares.ratelimit.RateLimitMiddleware": 950,
 }
@@ -60,6 +62,12 @@ RETRY_LIMITS: dict[str, int] = {}
 RETRY_BACKOFF_BASE = 1.0
 RETRY_BACKOFF_MAX = 60.0
 RETRY_MAX_PAUSE = 3600.0
+PROXY_LIST: list[str] = []
+PROXY_LIST_FILE = ""
+PROXY_BAN_STATUSES = [403, 407, 418]
+PROXY_BACKOFF_BASE = 30.0
+PROXY_BACKOFF_MAX = 3600.0
+PROXY_MAX_TRIES = 10
 AUTOTHROTTLE_ENABLED = True
 AUTOTHROTTLE_START_DELAY = 1.0
 AUTOTHROTTLE_MAX_DELAY = 60.0

@@ -16,6 +16,7 @@ from scrapy.exceptions import UsageError
 
 from trawl.arguments import parse_bool
 from trawl.errors import TrawlError
+from trawl.middlewares.proxies import read_proxy_list
 from trawl.outcome import COMPLETE
 from trawl.pluginmanager import plugin_manager_from_settings
 from trawl.runall import ALL, export_from_store, start_all, summary_table, use_trawl_jobdir
@@ -48,6 +49,7 @@ class Command(ScrapyCrawlCommand):
             uri = str(self.settings.get("STORE_URI") or "").strip()
             if uri:  # a bad STORE_URI would otherwise fail inside the reactor, with a traceback
                 check_store_uri(uri, plugin_manager_from_settings(self.settings))
+            read_proxy_list(self.settings)  # a socks5 proxy: one line, not a traceback
         except TrawlError as exc:
             self._fail(str(exc))
             return
@@ -70,6 +72,7 @@ class Command(ScrapyCrawlCommand):
             uri = str(self.settings.get("STORE_URI") or "").strip()
             if uri:
                 check_store_uri(uri, self._plugins())
+            read_proxy_list(self.settings)
             runs = start_all(self.crawler_process, self.settings, opts.spargs)
         except TrawlError as exc:
             self._fail(str(exc))

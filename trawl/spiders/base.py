@@ -18,6 +18,7 @@ from scrapy.http import Response
 from twisted.python.failure import Failure
 
 from trawl.arguments import parse_bool, parse_int
+from trawl.blocks import block_reason
 from trawl.errors import TrawlUsageError
 from trawl.filters import FilterConfig, build_filter_config
 from trawl.keys import KeyRing, read_keys
@@ -164,6 +165,17 @@ class SourceSpider(scrapy.Spider):
     def describe_url(self, url: str) -> str:
         """The URL as it may appear in a log line: any key in it masked."""
         return redact(url)
+
+    def report_block_page(self, response: Response) -> bool:
+        """A captcha / WAF / access-denied page: blocked, not "no URLs"."""
+        reason = block_reason(response) if self.looks_like_html(response) else None
+        if reason is None:
+            return False
+        self.record_blocked(
+            f"{self.describe_url(response.url)} answered with a block page ({reason}), "
+            "not with data: this is not an empty result"
+        )
+        return True
 
     @staticmethod
     def looks_like_html(response: Response) -> bool:

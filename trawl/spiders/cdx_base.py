@@ -289,6 +289,8 @@ class CdxSpider(SourceSpider):
                 "http", "HTTP %d for CDX page %d%s", response.status, page, self.where(response)
             )
             return
+        if self.report_block_page(response):
+            return
         if self.looks_like_html(response):
             self.record_error(
                 "html",
