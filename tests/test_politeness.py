@@ -77,13 +77,15 @@ def test_rate_never_exceeds_the_budget(workdir: Path) -> None:
 def test_retry_after_pauses_the_source(workdir: Path) -> None:
     with FakeCdxServer(dataset(6, 2), lines_per_page=2) as server:
         server.fail_pages = {2: [too_many_requests(2)]}
-        result = crawl(workdir, server, SOURCE_CONCURRENCY='{"wayback": 1}')
+        result = crawl(workdir, server, SOURCE_CONCURRENCY='{"wayback": 1}', PROGRESS_INTERVAL=0.3)
     assert result.returncode == 0, result.stderr[-2000:]
     records = sorted(server.requests, key=lambda r: r.time)
     limited = next(i for i, r in enumerate(records) if ("page", "2") in r.params)
     gap = records[limited + 1].time - records[limited].time
     assert gap >= 2.0, f"next request {gap:.2f} s after the 429 with Retry-After: 2"
     assert "paused until" in result.stderr and "Retry-After" in result.stderr
+    progress = [line for line in result.stderr.splitlines() if "captures/s |" in line]
+    assert any("| paused until" in line and "(HTTP 429, Retry-After)" in line for line in progress)
     assert len(result.stored()) == 12
 
 

@@ -141,6 +141,11 @@ def limiter_for(source: str, rate: str | None = None, concurrency: int = 8) -> S
     return limiter
 
 
+def existing_limiter(source: str) -> SourceLimiter | None:
+    """The gate of a source if one was made (progress lines read its pause)."""
+    return _limiters.get(source)
+
+
 def sleep(seconds: float) -> defer.Deferred:
     from twisted.internet import reactor  # at call time: importing it installs one
 

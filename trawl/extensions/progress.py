@@ -15,6 +15,7 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
+from trawl.limiter import existing_limiter
 from trawl.outcome import run_outcome
 from trawl.secrets import install_redaction
 
@@ -69,15 +70,26 @@ class Progress:
         total = stats.get("trawl/pages_total")
         pages = f"{_n(stats.get('trawl/pages'))}/{_n(total) if total is not None else '?'}"
         spider.logger.info(
-            "%s: pages %s | %s captures | %s unique URLs | %s new | %s captures/s | %s errors",
+            "%s: pages %s | %s requests | %s captures | %s unique URLs | %s new | %s captures/s"
+            " | %s errors%s",
             spider.name,
             pages,
+            _n(stats.get("downloader/request_count")),
             _n(captures),
             _n(stats.get("trawl/urls_unique")),
             _n(stats.get("trawl/urls_new")),
             _n(rate),
             _n(stats.get("trawl/errors")),
+            self.pause_note(spider),
         )
+
+    def pause_note(self, spider: Spider) -> str:
+        """ " | paused until 12:00:30 (HTTP 429, Retry-After)" while the source waits."""
+        limiter = existing_limiter(spider.name)
+        if limiter is None or limiter.paused_until <= time.time():
+            return ""
+        until = time.strftime("%H:%M:%S", time.localtime(limiter.paused_until))
+        return f" | paused until {until} ({limiter.pause_reason})"
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if self.loop is not None and self.loop.running:
