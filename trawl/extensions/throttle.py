@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from scrapy.extensions.throttle import AutoThrottle
 
 from trawl.limiter import SourceLimiter
-from trawl.middlewares.ratelimit import source_limiter
+from trawl.middlewares.ratelimit import OWN_RATE_LIMITS, source_limiter
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -46,6 +46,8 @@ class SourceAutoThrottle(AutoThrottle):
         latency = request.meta.get("download_latency")
         if latency is None or request.meta.get("autothrottle_dont_adjust_delay", False):
             return
+        if response.status == 429 and request.meta.get(OWN_RATE_LIMITS):
+            return  # one API key's quota (the spider rests that key), not the source's
         old = self.limiter.interval
         self.limiter.interval = self.next_delay(old, latency, response.status)
         if self.debug and self.limiter.interval != old:

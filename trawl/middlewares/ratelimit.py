@@ -32,6 +32,9 @@ logger = logging.getLogger(__name__)
 PAUSE_STATUSES = frozenset({429, 503})
 #: request.meta key: earliest time (epoch seconds) this request may be sent (backoff).
 NOT_BEFORE = "trawl_not_before"
+#: request.meta key: the spider handles 429 per API key (urlscan's key ring): a 429
+#: rests that key only and must not pause the whole source.
+OWN_RATE_LIMITS = "trawl_own_rate_limits"
 _ACQUIRED = "trawl_gate_acquired"
 
 
@@ -83,7 +86,8 @@ class RateLimitMiddleware:
     def process_response(self, request: Request, response: Response, spider: Spider | None = None) -> Any:
         # Pause before letting the next request through: releasing first would
         # send one more request into the very limit the server just reported.
-        if response.status in PAUSE_STATUSES and self.limiter is not None:
+        own = response.status == 429 and request.meta.get(OWN_RATE_LIMITS)
+        if response.status in PAUSE_STATUSES and self.limiter is not None and not own:
             self._pause(response)
         self._release(request)
         return response

@@ -16,6 +16,7 @@ by one unfiltered ``limit=1`` probe of the same page.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -122,6 +123,9 @@ class CdxSpider(SourceSpider):
     ) -> scrapy.Request:
         meta["handle_httpstatus_all"] = True
         meta["endpoint"] = index
+        # The callbacks report a request that ran out of retries in one ERROR line;
+        # Scrapy's own "Gave up retrying" ERROR line would make it two.
+        meta.setdefault("give_up_log_level", logging.WARNING)
         return scrapy.Request(
             f"{self.endpoints[index].url}?{urlencode(params)}",
             callback=callback,
