@@ -19,3 +19,11 @@ def parse_rate(text: str) -> tuple[int, float]:
     if period <= 0:
         raise TrawlUsageError(f"a rate limit's period must be positive, got {text!r}")
     return int(match.group(1)), period
+
+
+def format_duration(seconds: float) -> str:
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"

@@ -13,7 +13,6 @@ which per-crawler feed exports could not give.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from trawl.arguments import split_list
 from trawl.errors import TrawlUsageError
 from trawl.jobdir import RESUMABLE
 from trawl.outcome import COMPLETE, SKIPPED_NO_KEY
-from trawl.ratelimits import parse_rate
+from trawl.ratelimits import format_duration, parse_rate
 from trawl.spiders.base import COMMON_ARGUMENTS, FILTER_ARGUMENTS
 from trawl.store import store_factories, uri_scheme
 
@@ -171,16 +170,9 @@ def _estimate_duration(run: SourceRun, settings: Settings) -> str:
     if not limit:
         return "-"
     count, period = parse_rate(limit)
-    seconds = math.ceil(requests / count) * period if requests else 0
+    # The first window's budget goes at once; every further request waits its share.
+    seconds = max(0, requests - count) * period / count
     return format_duration(seconds)
-
-
-def format_duration(seconds: float) -> str:
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if seconds < 3600:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
 
 
 def export_from_store(

@@ -17,6 +17,7 @@ from twisted.internet import task
 
 from trawl.limiter import existing_limiter
 from trawl.outcome import run_outcome
+from trawl.ratelimits import format_duration, parse_rate
 from trawl.secrets import install_redaction
 
 if TYPE_CHECKING:
@@ -91,6 +92,21 @@ class Progress:
         until = time.strftime("%H:%M:%S", time.localtime(limiter.paused_until))
         return f" | paused until {until} ({limiter.pause_reason})"
 
+    def log_estimate(self, spider: Spider, stats: dict[str, Any]) -> None:
+        """check_only: how many requests a full run would make, and how long they take."""
+        if stats.get("trawl/estimate/unknown"):
+            spider.logger.info("%s: check only: the number of requests is unknown", spider.name)
+            return
+        requests = int(stats.get("trawl/estimate/requests", 0))
+        limit = self.crawler.settings.getdict("RATE_LIMITS").get(spider.name)
+        duration = ""
+        if limit:
+            count, period = parse_rate(limit)
+            duration = f", about {format_duration(max(0, requests - count) * period / count)} at {limit}"
+        spider.logger.info(
+            "%s: check only: a full run would make %s requests%s", spider.name, _n(requests), duration
+        )
+
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if self.loop is not None and self.loop.running:
             self.loop.stop()
@@ -98,6 +114,8 @@ class Progress:
         outcome = run_outcome(stats, reason)
         assert self.crawler.stats is not None
         self.crawler.stats.set_value("trawl/outcome", outcome)
+        if getattr(spider, "check_only", False):
+            self.log_estimate(spider, stats)
         elapsed = time.monotonic() - self.started
         filtered = sum(v for k, v in stats.items() if k.startswith("trawl/filtered/"))
         captures = stats.get("trawl/captures", 0)
