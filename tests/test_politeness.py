@@ -171,3 +171,40 @@ def test_retry_hints() -> None:
     drf = Response("http://x", body=b'{"detail": "Request was throttled. Expected available in 7 seconds."}')
     assert resume_time(drf, now) == (now + 7, "body")
     assert resume_time(Response("http://x", body=b"busy"), now) is None
+
+
+def test_other_sources_keep_going_during_a_pause(workdir: Path) -> None:
+    from tests.servers.otx import FakeOtxServer, OtxUrl
+
+    otx_urls = [OtxUrl(f"https://example.com/otx{i}", "2021-01-01T00:00:00") for i in range(30)]
+    with (
+        FakeCdxServer(dataset(4, 2), lines_per_page=2) as wayback,
+        FakeOtxServer(urls=otx_urls, max_limit=1) as otx,
+    ):
+        wayback.fail_pages = {1: [too_many_requests(3)]}
+        command = [
+            "crawl",
+            "all",
+            "-a",
+            "domain=example.com",
+            "-a",
+            "sources=wayback,otx",
+            "-a",
+            "filters=false",
+        ]
+        settings = {
+            **POLITE,
+            "WAYBACK_BASE_URL": wayback.base_url,
+            "OTX_BASE_URL": otx.base_url,
+            "SOURCE_CONCURRENCY": '{"wayback": 1, "otx": 1}',
+            "RATE_LIMITS": '{"wayback": "100/1s", "otx": "10/1s"}',
+        }
+        for key, value in settings.items():
+            command += ["-s", f"{key}={value}"]
+        result = run_scrapy(workdir, *command)
+        limited = next(r.time for r in wayback.requests if ("page", "1") in r.params)
+        resumed = min(r.time for r in wayback.requests if r.time > limited)
+        during = [r.time for r in otx.requests if limited < r.time < resumed]
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert resumed - limited >= 3.0  # wayback waited out its Retry-After...
+    assert len(during) >= 10  # ...while OTX kept going at its own pace
