@@ -53,7 +53,9 @@ class SourceLimiter:
     def from_spec(cls, source: str, rate: str | None, concurrency: int) -> SourceLimiter:
         if rate:
             count, period = parse_rate(rate)
-            return cls(source, count, period, max(concurrency, 1))
+            # The margin absorbs the jitter between a send and its arrival.
+            margin = max(0.05, period * 0.01)
+            return cls(source, count, period, max(concurrency, 1), margin=margin)
         return cls(source, None, 0.0, max(concurrency, 1))
 
     # --- state changes ---------------------------------------------------------------------

@@ -57,6 +57,11 @@ DOWNLOADER_MIDDLEWARES = {
     "trawl.middlewares.ratelimit.RateLimitMiddleware": 950,
 }
 RATE_LIMITS_ENABLED = True
+# Every request a server sees must have passed the gate: no transparent re-sends.
+DOWNLOAD_HANDLERS = {
+    "http": "trawl.handlers.http.GatedHTTPDownloadHandler",
+    "https": "trawl.handlers.http.GatedHTTPDownloadHandler",
+}
 SOURCE_CONCURRENCY: dict[str, int] = {}
 RETRY_LIMITS: dict[str, int] = {}
 RETRY_BACKOFF_BASE = 1.0

@@ -177,8 +177,11 @@ def connection_reset() -> FaultResponse:
 
 def cut_transfer() -> FaultResponse:
     """A 200 whose body stops half-way, the connection closed under it."""
-    return (200, b"com,example)/ 20200101000000 http://example.com/ text/html 200 X 1\n" * 40,
-            {"Content-Type": _CT_TEXT, _CUT_HEADER: "1"})
+    return (
+        200,
+        b"com,example)/ 20200101000000 http://example.com/ text/html 200 X 1\n" * 40,
+        {"Content-Type": _CT_TEXT, _CUT_HEADER: "1"},
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -519,6 +522,13 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 128
     fake: FakeCdxServer
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        """A client that goes away (a killed crawler, a reset) is not a server error."""
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):

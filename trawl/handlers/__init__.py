@@ -1,0 +1,1 @@
+"""Download handlers (DOWNLOAD_HANDLERS)."""

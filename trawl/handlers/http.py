@@ -1,0 +1,24 @@
+"""Scrapy's HTTP/1.1 download handler, without Twisted's silent second try.
+
+Twisted's connection pool re-sends a request once, on a new connection, when
+a kept-alive connection fails before any answer. That second request never
+passes the source's gate (trawl.limiter): the server sees two requests where
+trawl counted one, and a budget of 40 a second was measured at 41. Turned off,
+the failure surfaces, and trawl's retry middleware sends the request again
+through the gate, with its backoff.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+
+
+class GatedHTTPDownloadHandler(HTTP11DownloadHandler):
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self._pool.retryAutomatically = False
