@@ -116,6 +116,20 @@ class SourceSpider(scrapy.Spider):
         for note in self.target.notes:
             self.logger.info("%s: %s", self.name, note)
 
+    def page_done(self, key: str) -> int | None:
+        """Rows of a page this run stored before it was stopped (resume), or ``None``.
+
+        The store's page ledger is read once at the start (``run_context`` is set
+        by the pipeline); pages are keyed as the spider names them in batches.
+        """
+        context = getattr(self, "run_context", None)
+        if context is None:
+            return None
+        rows = context.state.get("done_pages", {}).get(key)
+        if rows is not None:
+            self.crawler.stats.inc_value("trawl/pages_resumed")
+        return rows
+
     def should_skip(self) -> bool:
         """Log once and record why this source does nothing, if it cannot run."""
         if self.skip_reason is None:

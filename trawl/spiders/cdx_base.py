@@ -145,15 +145,12 @@ class CdxSpider(SourceSpider):
 
     def done_rows(self, index: int, page: int) -> int | None:
         """Rows of a page this run stored before it was stopped, or ``None``."""
-        context = getattr(self, "run_context", None)
-        done = context.state.get("done_pages", {}) if context is not None else {}
-        return done.get(self.page_key(index, page))
+        return self.page_done(self.page_key(index, page))
 
     def page_request(self, index: int, page: int, *, walk: bool = False) -> scrapy.Request | None:
         """The request for a page, or ``None`` if the limit is reached or a resumed
         run stored it already (walking on past it when it had rows)."""
         while (rows := self.done_rows(index, page)) is not None:
-            self.crawler.stats.inc_value("trawl/pages_resumed")
             if not walk or rows == 0:
                 return None
             page += 1
@@ -272,7 +269,7 @@ class CdxSpider(SourceSpider):
             request = self.page_request(index, page, walk=page == pages - 1)
             if request is not None:
                 yield request
-            elif self.done_rows(index, page) is None:
+            elif self.limit_logged:
                 break  # the request limit, not a page stored before
 
     def parse_cdx_page(self, response: Response) -> Iterator[Any]:

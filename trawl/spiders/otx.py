@@ -292,6 +292,8 @@ class OtxSpider(SourceSpider):
             self.target.domain,
         )
         for page in range(2, pages + 1):
+            if page != pages and self.page_done(f"page={page}") is not None:
+                continue  # stored by this run before it was stopped (resume)
             request = self.page_request(page, last=page == pages)
             if request is None:
                 return
