@@ -1,10 +1,10 @@
 # trawl: two commands a newcomer needs (see README.md).
-#   make crawl DOMAIN=example.com   set up, then collect the domain's URLs into trawl.db and urls.txt
+#   make crawl DOMAIN=example.com   set up, then collect the domain's URLs from every source into trawl.db and urls.txt
 #   make test                       set up, then lint and run the whole test suite
 PYTHON ?= python3
 VENV ?= .venv
 DOMAIN ?= example.com
-SOURCE ?= wayback
+SOURCE ?= all
 BIN := $(VENV)/bin
 
 .PHONY: setup crawl test bench clean
