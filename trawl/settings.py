@@ -85,6 +85,11 @@ DOWNLOAD_TIMEOUT = 120
 RETRY_ENABLED = True
 RETRY_TIMES = 3
 RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]
+# Spiders report a request that gave up in their own one ERROR line.
+RETRY_GIVE_UP_LOG_LEVEL = "WARNING"
+# No cookie jar: the APIs need none, and Scrapy's jar would fetch the public
+# suffix list over the network (tldextract) the first time it sees a cookie.
+COOKIES_ENABLED = False
 TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False  # no listening port on a crawler machine by default
 
@@ -159,3 +164,30 @@ MATCH_MIME = ""
 URLSCAN_PAGE_SIZE = 100  # results per search request (urlscan: default 100, at most 10000)
 # Longest wait for a rate-limited key's reset before the run stops as partial (seconds).
 URLSCAN_MAX_WAIT = 3600
+
+# --- Elasticsearch store (STORE_URI=elasticsearch://host:9200) ------------------------------
+# elasticsearch+https://user:password@host:9200 for TLS and basic auth; docs/elasticsearch.md.
+ELASTICSEARCH_API_KEY = ""  # or the ELASTICSEARCH_API_KEY environment variable
+ELASTICSEARCH_CA_CERTS = ""  # CA bundle (PEM) for https clusters with a private CA
+ELASTICSEARCH_VERIFY_CERTS = True
+ELASTICSEARCH_TIMEOUT = 30  # seconds per request
+ELASTICSEARCH_INDEX_PREFIX = "trawl"  # indexes <prefix>-urls-v1, <prefix>-pages, <prefix>-runs
+ELASTICSEARCH_SHARDS = 1
+ELASTICSEARCH_REPLICAS = "0-1"  # a number, or an auto_expand_replicas range
+ELASTICSEARCH_BULK_DOCS = 2000  # documents per _bulk request
+ELASTICSEARCH_RETRIES = 5  # tries again for documents the cluster rejects with 429
+ELASTICSEARCH_BACKOFF = 0.5  # first wait before such a try (seconds), doubled each time
+ELASTICSEARCH_BACKOFF_MAX = 10.0
+# Documents that still fail land here, one JSON line each; `scrapy es-replay` writes them.
+ELASTICSEARCH_DEAD_LETTERS = "trawl-es-dead-letters.ndjson"
+
+# --- VirusTotal ----------------------------------------------------------------------------
+# Seconds to wait after an over-quota answer (HTTP 204, empty body) before the one retry.
+VIRUSTOTAL_QUOTA_WAIT = 60
+
+# --- Intelligence X ------------------------------------------------------------------------
+INTELX_MAX_RESULTS = 10000  # "maxresults" of the phonebook search
+INTELX_PAGE_SIZE = 1000  # "limit" of each result request
+INTELX_SEARCH_TIMEOUT = 5  # "timeout" of the search (seconds, IntelX side)
+INTELX_POLL_INTERVAL = 2.0  # seconds between result requests while IntelX answers "not ready yet"
+INTELX_MAX_POLLS = 30  # "not ready yet" answers in a row before the run gives up

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.http import Response
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.python.failure import Failure
 
 from trawl.arguments import parse_bool, parse_int
@@ -22,6 +23,7 @@ from trawl.blocks import block_reason
 from trawl.errors import TrawlUsageError
 from trawl.filters import FilterConfig, build_filter_config
 from trawl.keys import KeyRing, read_keys
+from trawl.limiter import sleep
 from trawl.secrets import redact
 from trawl.target import Target, parse_target
 
@@ -137,6 +139,36 @@ class SourceSpider(scrapy.Spider):
         self.logger.warning("%s: skipped: %s", self.name, self.skip_reason)
         self.crawler.stats.set_value("trawl/skipped", self.skip_reason)
         return True
+
+    # --- request budget and waiting -----------------------------------------------------
+
+    page_requests: int = 0
+    limit_logged: bool = False
+
+    def take_request(self) -> bool:
+        """Count one data request against ``limit_requests``; False once it is spent.
+
+        The first refusal says, once, that the results are partial by request.
+        """
+        if self.limit_requests and self.page_requests >= self.limit_requests:
+            if not self.limit_logged:
+                self.limit_logged = True
+                self.logger.warning(
+                    "%s: stopping at limit_requests=%d page requests; the results are partial",
+                    self.name,
+                    self.limit_requests,
+                )
+                self.crawler.stats.set_value("trawl/limited", True)
+            return False
+        self.page_requests += 1
+        return True
+
+    @staticmethod
+    async def wait(seconds: float) -> None:
+        """Wait without blocking the reactor (from an async callback): other
+        requests and the progress line go on meanwhile."""
+        if seconds > 0:
+            await maybe_deferred_to_future(sleep(seconds))
 
     # --- check only --------------------------------------------------------------------
 

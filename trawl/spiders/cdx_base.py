@@ -16,7 +16,6 @@ by one unfiltered ``limit=1`` probe of the same page.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -123,9 +122,6 @@ class CdxSpider(SourceSpider):
     ) -> scrapy.Request:
         meta["handle_httpstatus_all"] = True
         meta["endpoint"] = index
-        # The callbacks report a request that ran out of retries in one ERROR line;
-        # Scrapy's own "Gave up retrying" ERROR line would make it two.
-        meta.setdefault("give_up_log_level", logging.WARNING)
         return scrapy.Request(
             f"{self.endpoints[index].url}?{urlencode(params)}",
             callback=callback,
@@ -154,17 +150,8 @@ class CdxSpider(SourceSpider):
             if not walk or rows == 0:
                 return None
             page += 1
-        if self.limit_requests and self.page_requests >= self.limit_requests:
-            if not self.limit_logged:
-                self.limit_logged = True
-                self.logger.warning(
-                    "%s: stopping at limit_requests=%d page requests; the results are partial",
-                    self.name,
-                    self.limit_requests,
-                )
-                self.crawler.stats.set_value("trawl/limited", True)
+        if not self.take_request():
             return None
-        self.page_requests += 1
         endpoint = self.endpoints[index]
         params = self.query(endpoint) + [("page", str(page))]
         return self._request(

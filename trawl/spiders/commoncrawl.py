@@ -17,7 +17,6 @@ lists the real host there, and would otherwise send the crawl to the Internet.
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import re
 import site
@@ -279,7 +278,7 @@ class CommonCrawlSpider(CdxSpider):
             callback=self.parse_collinfo,
             errback=self.on_request_error,
             # parse_collinfo reports a request that ran out of retries, in one ERROR line.
-            meta={"handle_httpstatus_all": True, "give_up_log_level": logging.WARNING},
+            meta={"handle_httpstatus_all": True},
             dont_filter=True,
         )
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import AsyncIterator, Iterator
-from datetime import datetime, timezone
 from typing import Any
 
 import scrapy
@@ -25,24 +24,12 @@ from scrapy.http import Response
 
 from trawl.items import CaptureBatch
 from trawl.spiders.base import SourceSpider
+from trawl.timestamps import iso_timestamp
 
 #: URLs per page: the most OTX serves (waymore's author), and what waymore asks for.
 PAGE_LIMIT = 500
 #: 401/403 mean a bad key; 429 and these reach the callback after Scrapy's retries.
 AUTH_STATUSES = (401, 403)
-
-
-def iso_timestamp(value: object) -> str:
-    """``2019-02-06T02:40:30`` (zone-less means UTC) -> ``20190206024030``; ``""`` if unreadable."""
-    if not isinstance(value, str) or not value:
-        return ""
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return ""
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc)
-    return moment.strftime("%Y%m%d%H%M%S")
 
 
 def json_detail(body: bytes) -> str:
@@ -68,9 +55,6 @@ class OtxSpider(SourceSpider):
     api_key_setting = "OTX_API_KEY"
     api_key_required = False
 
-    page_requests: int = 0
-    limit_logged: bool = False
-
     @property
     def indicator(self) -> str:
         """``domain`` for a registered domain, ``hostname`` for a subdomain (as waymore)."""
@@ -93,17 +77,8 @@ class OtxSpider(SourceSpider):
 
     def page_request(self, page: int, *, last: bool = False, walk: bool = False) -> scrapy.Request | None:
         """A data request, counted against ``limit_requests`` (retries are not)."""
-        if self.limit_requests and self.page_requests >= self.limit_requests:
-            if not self.limit_logged:
-                self.limit_logged = True
-                self.logger.warning(
-                    "%s: stopping at limit_requests=%d page requests; the results are partial",
-                    self.name,
-                    self.limit_requests,
-                )
-                self.crawler.stats.set_value("trawl/limited", True)
+        if not self.take_request():
             return None
-        self.page_requests += 1
         return self._request(page, last=last, walk=walk)
 
     def _request(self, page: int, *, limit: int = PAGE_LIMIT, **meta: Any) -> scrapy.Request:
@@ -119,7 +94,6 @@ class OtxSpider(SourceSpider):
             key_index=self.keys.keys.index(key) if key else None,
             handle_httpstatus_all=True,
             # Our own ERROR line says what failed; Scrapy's give-up line would be a second one.
-            give_up_log_level="WARNING",
         )
         return scrapy.Request(
             url,

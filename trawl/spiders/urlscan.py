@@ -36,13 +36,13 @@ from urllib.parse import urlencode
 import scrapy
 from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.http import Response
-from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.python.failure import Failure
 
 from trawl.errors import TrawlUsageError
 from trawl.items import CaptureBatch
 from trawl.middlewares.ratelimit import OWN_RATE_LIMITS
 from trawl.spiders.base import SourceSpider
+from trawl.timestamps import iso_timestamp
 
 #: ``total`` never says more than this; ``has_more`` then means "more than that".
 TOTAL_CAP = 10_000
@@ -56,19 +56,6 @@ _RESET_IN = re.compile(rb"[Rr]eset in (\d+(?:\.\d+)?) sec")
 
 class WaitTooLong(Exception):
     """Every key rests for longer than ``URLSCAN_MAX_WAIT``: stop rather than wait."""
-
-
-def iso_timestamp(value: object) -> str:
-    """``2023-02-01T23:49:29.142Z`` -> ``20230201234929`` (UTC); ``""`` if unreadable."""
-    if not isinstance(value, str) or not value:
-        return ""
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return ""
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(timezone.utc)
-    return moment.strftime("%Y%m%d%H%M%S")
 
 
 def query_date(value: str, *, end: bool) -> str:
@@ -208,17 +195,8 @@ class UrlscanSpider(SourceSpider):
 
     async def _data_request(self, *, page: int, search_after: str | None) -> scrapy.Request | None:
         """A page request, counted against ``limit_requests`` (re-sends are not)."""
-        if self.limit_requests and self.page_requests >= self.limit_requests:
-            if not self.limit_logged:
-                self.limit_logged = True
-                self.logger.warning(
-                    "%s: stopping at limit_requests=%d page requests; the results are partial",
-                    self.name,
-                    self.limit_requests,
-                )
-                self.crawler.stats.set_value("trawl/limited", True)
+        if not self.take_request():
             return None
-        self.page_requests += 1
         return await self._search(page=page, search_after=search_after, size=self.page_size)
 
     async def _search(
@@ -298,15 +276,7 @@ class UrlscanSpider(SourceSpider):
                 raise WaitTooLong
             self.logger.warning("%s: %s rate limited; waiting %.1f s for the reset", self.name, who, wait)
             self.crawler.stats.inc_value("trawl/rate_limit_waits")
-            await self._sleep(wait)
-
-    @staticmethod
-    async def _sleep(seconds: float) -> None:
-        """Wait without blocking the reactor (a ``deferLater``, awaitable under asyncio too)."""
-        from twisted.internet import reactor  # imported late: Scrapy installs the reactor
-        from twisted.internet.task import deferLater
-
-        await maybe_deferred_to_future(deferLater(reactor, max(seconds, 0.0), lambda: None))
+            await self.wait(wait)
 
     async def _resend(self, response: Response, *, throttled: int | None = None) -> scrapy.Request | None:
         meta = response.meta
