@@ -16,18 +16,12 @@ _INVALID = (None, "")
 
 @hookimpl(tryfirst=True)
 def trawl_normalize_batch(batch: CaptureBatch, context: RunContext) -> None:
-    # Archives repeat a URL once per capture: canonicalize each distinct string once.
-    cache: dict[str, tuple[str | None, str]] = {}
-    get = cache.get
-    pairs = []
-    append = pairs.append
-    for url in batch.urls:
-        pair = get(url)
-        if pair is None:
-            pair = cache[url] = canonicalize_with_host(url) or _INVALID
-        append(pair)
-    if pairs:
-        urls, hosts = zip(*pairs, strict=True)
-        batch.urls, batch.hosts = list(urls), list(hosts)
-    else:
+    urls = batch.urls
+    if not urls:
         batch.hosts = []
+        return
+    # Archives repeat a URL once per capture: canonicalize each distinct string
+    # once, then map every row through the table (C-level loops, no per-row frames).
+    table = {url: canonicalize_with_host(url) or _INVALID for url in set(urls)}
+    canonical, hosts = zip(*map(table.__getitem__, urls), strict=True)
+    batch.urls, batch.hosts = list(canonical), list(hosts)

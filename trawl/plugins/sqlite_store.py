@@ -203,7 +203,7 @@ class SqliteStore:
                     ),
                 ).rowcount
                 new = [True] * size
-                known = self._merge_known(con, batch, new, now) if inserted < size else 0
+                known = self._merge_known(con, batch, new, now, inserted) if inserted < size else 0
                 if inserted + known != size:
                     # INSERT OR IGNORE also skips rows that break a constraint:
                     # never let such a row vanish while being counted as stored.
@@ -241,7 +241,9 @@ class SqliteStore:
         self._last_batch_time = now
         return now
 
-    def _merge_known(self, con: sqlite3.Connection, batch: UrlBatch, new: list[bool], now: float) -> int:
+    def _merge_known(
+        self, con: sqlite3.Connection, batch: UrlBatch, new: list[bool], now: float, inserted: int
+    ) -> int:
         """Merge provenance into rows that existed before this batch; return how many."""
         run_id = self.run
         source = batch.source
@@ -249,7 +251,7 @@ class SqliteStore:
         if batch.sources is None:
             batch.sources = [source] * len(batch.urls)
         updates = []
-        for row in self._fetch_known(con, batch.urls, now):
+        for row in self._fetch_known(con, batch, now, len(batch.urls) - inserted):
             url, sources, first, last, statuses, mimes, counts_text = row
             i = position[url]
             new[i] = False
@@ -280,15 +282,30 @@ class SqliteStore:
         return len(updates)
 
     @staticmethod
-    def _fetch_known(con: sqlite3.Connection, urls: list[str], now: float) -> Iterator[tuple]:
-        """Rows among ``urls`` that this batch (marked ``added_at = now``) did not insert."""
-        for chunk in _chunks(urls, _SELECT_CHUNK):
-            marks = ",".join("?" * len(chunk))
-            yield from con.execute(
-                "SELECT url, sources, first_seen, last_seen, statuses, mimes, source_counts"
-                f" FROM urls WHERE url IN ({marks}) AND added_at != ?",
-                (*chunk, now),
-            )
+    def _fetch_known(con: sqlite3.Connection, batch: UrlBatch, now: float, expected: int) -> Iterator[tuple]:
+        """Rows among the batch's URLs that this batch (marked ``added_at = now``) did not insert.
+
+        ``expected`` of them exist. URLs this run passed on before (a URL split
+        over two pages) are looked up first; the rest of the batch only if that
+        does not account for all of them (rows from earlier runs or sources).
+        """
+        found = 0
+        first = [url for url in batch.urls if url in batch.repeats]
+        rest = [url for url in batch.urls if url not in batch.repeats] if batch.repeats else batch.urls
+        for group in (first, rest):
+            if found >= expected:
+                return
+            for chunk in _chunks(group, _SELECT_CHUNK):
+                marks = ",".join("?" * len(chunk))
+                for row in con.execute(
+                    "SELECT url, sources, first_seen, last_seen, statuses, mimes, source_counts"
+                    f" FROM urls WHERE url IN ({marks}) AND added_at != ?",
+                    (*chunk, now),
+                ):
+                    found += 1
+                    yield row
+                if found >= expected:
+                    return
 
     @classmethod
     def read_runs(cls, uri: str, run_ids: list[str], size: int = 5000) -> Iterator[UrlBatch]:
@@ -321,6 +338,17 @@ class SqliteStore:
                 )
         finally:
             con.close()
+
+    @classmethod
+    def searcher(cls, uri: str, settings: object = None):  # type: ignore[no-untyped-def]
+        """The read side ``scrapy search`` uses (:class:`trawl.search.SqliteSearcher`).
+
+        Never called by crawls: the indexes a search needs are created there, not
+        in this store's write path.
+        """
+        from trawl.search import SqliteSearcher
+
+        return SqliteSearcher(sqlite_path(uri))
 
     def close(self, reason: str) -> None:
         con = self.connection
