@@ -71,6 +71,7 @@ def main() -> None:
     parser.add_argument("--distinct", type=int, default=500_000)
     parser.add_argument("--page-lines", type=int, default=5_000)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--store-dir", default=None, help="where bench.db goes (default: a new temp dir)")
     parser.add_argument(
         "--set",
         action="append",
@@ -93,6 +94,8 @@ def main() -> None:
         pages = server.prerender_pages(page_query(domain))
         print(f"server: {pages} pages of {args.page_lines:,} lines pre-rendered at {server.base_url}")
         workdir = Path(tempfile.mkdtemp(prefix="trawl-bench-"))
+        store_dir = Path(args.store_dir or workdir)
+        (store_dir / "bench.db").unlink(missing_ok=True)
         command = [
             sys.executable,
             "-m",
@@ -106,7 +109,7 @@ def main() -> None:
             "-s",
             f"WAYBACK_BASE_URL={server.base_url}",
             "-s",
-            "STORE_URI=sqlite:///bench.db",
+            f"STORE_URI=sqlite:///{store_dir / 'bench.db'}",
             "-s",
             f"CONCURRENT_REQUESTS_PER_DOMAIN={args.concurrency}",
             "-s",
@@ -130,7 +133,7 @@ def main() -> None:
         print(output[-3000:])
         raise SystemExit(f"crawl failed with exit status {process.returncode}")
     summary = [line for line in output.splitlines() if "wayback: complete" in line]
-    with sqlite3.connect(workdir / "bench.db") as con:
+    with sqlite3.connect(store_dir / "bench.db") as con:
         stored = {row[0] for row in con.execute("SELECT url FROM urls")}
     print(summary[-1] if summary else "(no summary line)")
     print(

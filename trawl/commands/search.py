@@ -1,0 +1,192 @@
+"""``scrapy search QUERY``: search the configured store, SQLite or Elasticsearch, one syntax.
+
+    scrapy search 'host:api.example.com AND ext:js'
+    scrapy search status:200 source:otx --format jsonl > hits.jsonl
+    scrapy search 'url:*admin*' --count
+    scrapy search 'first_seen:[2020 TO 2022]' --facet host
+    scrapy search '*' -s STORE_URI=elasticsearch://127.0.0.1:9200
+
+The syntax is :mod:`trawl.query`'s. Output: a table on a terminal, one URL per
+line in a pipe (``--format txt``), or ``--format jsonl|csv`` with provenance.
+A query that cannot be read, or a store that cannot be searched, is one line
+on stderr (exit status 2 and 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import shutil
+import sys
+from collections.abc import Iterable
+from typing import TextIO
+
+import orjson
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from trawl.errors import StoreError, TrawlError, TrawlUsageError
+from trawl.items import UrlRecord
+from trawl.pluginmanager import plugin_manager_from_settings
+from trawl.query import FACETS, parse
+from trawl.search import open_searcher
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+FORMATS = ("table", "txt", "jsonl", "csv")
+CSV_FIELDS = ("url", "host", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes")
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    default_settings = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "[options] QUERY"
+
+    def short_desc(self) -> str:
+        return "Search the store (STORE_URI) with a Lucene-like query"
+
+    def long_desc(self) -> str:
+        return (
+            "Search the URLs in the configured store. Fields: url, host, domain, scheme, port, path,"
+            " query, ext, tld, param, source, status, mime, first_seen, last_seen, captures."
+            " Examples: 'host:api.example.com AND ext:js', 'url:*admin*', 'status:[400 TO 499]',"
+            " 'first_seen:[2020 TO 2022]', 'source:otx NOT mime:text/html'. A bare word matches"
+            " URLs that contain it; * is every URL."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument(
+            "--format",
+            choices=FORMATS,
+            default=None,
+            help="output format (default: table on a terminal, txt otherwise)",
+        )
+        parser.add_argument("--count", action="store_true", help="print only the number of matching URLs")
+        parser.add_argument(
+            "--facet", metavar="FIELD", help=f"count matches by a field ({', '.join(FACETS)})"
+        )
+        parser.add_argument("--size", type=int, default=20, help="values --facet lists (default: 20)")
+        parser.add_argument("--limit", type=int, default=None, help="at most this many URLs")
+        parser.add_argument("--store", metavar="URI", help="store to search (default: the STORE_URI setting)")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        if not args:
+            raise UsageError("give a query, e.g. scrapy search 'host:api.example.com AND ext:js' ('*': all)")
+        text = " ".join(args)
+        try:
+            node = parse(text)
+            if opts.facet and opts.facet.lower() not in FACETS:
+                raise TrawlUsageError(f"--facet takes one of {', '.join(FACETS)}, not {opts.facet!r}")
+            if opts.limit is not None and opts.limit < 0:
+                raise TrawlUsageError("--limit takes a number >= 0")
+            uri = str(opts.store or self.settings.get("STORE_URI") or "").strip()
+            if not uri:
+                raise TrawlUsageError("no store to search: set STORE_URI (or --store URI)")
+            searcher = open_searcher(uri, self.settings, plugin_manager_from_settings(self.settings))
+        except TrawlUsageError as exc:
+            self._fail(str(exc), EXIT_USAGE)
+            return
+        except TrawlError as exc:
+            self._fail(str(exc), EXIT_FAILED)
+            return
+        out = sys.stdout
+        try:
+            with searcher:
+                if opts.count:
+                    out.write(f"{searcher.count(node)}\n")
+                elif opts.facet:
+                    self._facet(out, searcher.facet(node, opts.facet.lower(), max(1, opts.size)), opts)
+                else:
+                    fmt = opts.format or ("table" if out.isatty() else "txt")
+                    write_records(out, searcher.records(node, opts.limit), fmt)
+            out.flush()
+        except BrokenPipeError:  # `| head`: the reader has what it wanted
+            sys.stdout = None  # type: ignore[assignment]  # no second error at exit
+        except StoreError as exc:
+            self._fail(str(exc), EXIT_FAILED)
+        except TrawlUsageError as exc:
+            self._fail(str(exc), EXIT_USAGE)
+        except Exception as exc:  # noqa: BLE001 - a store that failed mid-search: one line
+            self._fail(f"the search failed: {type(exc).__name__}: {exc}".splitlines()[0][:300], EXIT_FAILED)
+
+    def _facet(self, out: TextIO, rows: list[tuple[str, int]], opts: argparse.Namespace) -> None:
+        fmt = opts.format or ("table" if out.isatty() else "txt")
+        if fmt == "jsonl":
+            out.writelines(orjson.dumps({"value": v, "count": n}).decode() + "\n" for v, n in rows)
+        elif fmt == "csv":
+            writer = csv.writer(out, lineterminator="\n")
+            writer.writerow((opts.facet.lower(), "count"))
+            writer.writerows(rows)
+        else:
+            width = max([len(v) for v, _ in rows] + [len(opts.facet)])
+            if fmt == "table":
+                out.write(f"{opts.facet.lower():<{width}}  count\n{'-' * width}  -----\n")
+            out.writelines(f"{v:<{width}}  {n}\n" for v, n in rows)
+
+    def _fail(self, message: str, status: int) -> None:
+        sys.stderr.write(f"trawl: error: {message}\n")
+        self.exitcode = status
+
+
+def write_records(out: TextIO, records: Iterable[UrlRecord], fmt: str) -> int:
+    """Write records in one of :data:`FORMATS`; return how many."""
+    count = 0
+    if fmt == "txt":
+        for record in records:
+            out.write(record.url + "\n")
+            count += 1
+    elif fmt == "jsonl":
+        for record in records:
+            row = record.as_dict()
+            row.pop("new", None)
+            out.write(orjson.dumps(row).decode() + "\n")
+            count += 1
+    elif fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(CSV_FIELDS)
+        for r in records:
+            writer.writerow(
+                (r.url, r.host, r.sources.replace(",", "|"), r.first_seen or "", r.last_seen or "",
+                 r.captures, r.statuses.replace(",", "|"), r.mimes.replace(",", "|"))
+            )  # fmt: skip
+            count += 1
+    else:
+        count = _table(out, records)
+    return count
+
+
+def _table(out: TextIO, records: Iterable[UrlRecord]) -> int:
+    """Columns sized to the terminal; the URL gets what the others leave."""
+    width = shutil.get_terminal_size((120, 24)).columns
+    header = ("URL", "CAPTURES", "FIRST", "LAST", "STATUS", "SOURCES")
+    rows = [
+        (r.url, str(r.captures), _day(r.first_seen), _day(r.last_seen), r.statuses, r.sources)
+        for r in records
+    ]
+    if not rows:
+        out.write("no matching URLs\n")
+        return 0
+    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
+    widths[4] = min(widths[4], 15)
+    widths[5] = min(widths[5], 24)
+    rest = sum(widths[1:]) + 2 * (len(header) - 1)
+    widths[0] = max(20, min(widths[0], width - rest))
+    for row in [header, tuple("-" * w for w in widths), *rows]:
+        cells = [_cut(cell, w) for cell, w in zip(row, widths, strict=True)]
+        out.write("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() + "\n")
+    out.write(f"{len(rows)} URL{'s' if len(rows) != 1 else ''}\n")
+    return len(rows)
+
+
+def _day(timestamp: str | None) -> str:
+    if not timestamp or len(timestamp) < 8:
+        return timestamp or ""
+    return f"{timestamp[:4]}-{timestamp[4:6]}-{timestamp[6:8]}"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
