@@ -22,7 +22,7 @@ crawl: setup
 
 test: setup
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 bench: setup
 	$(BIN)/python bench/bench_wayback.py

@@ -81,3 +81,25 @@ def test_proxy_list_file(workdir: Path, tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr[-2000:]
     assert set(result.lines("urls.txt")) == set(URLS)
     assert len(good.requests) >= 13
+
+
+def test_empty_proxy_answer_bans_unless_the_source_answers_empty(workdir: Path) -> None:
+    from scrapy.http import Response
+    from scrapy.utils.test import get_crawler
+
+    from trawl.middlewares.proxies import ProxyRotationMiddleware
+
+    crawler = get_crawler(settings_dict={"PROXY_LIST": ["http://127.0.0.1:1"], "PROXY_BAN_STATUSES": [403]})
+    middleware = ProxyRotationMiddleware.from_crawler(crawler)
+
+    class Json:
+        empty_answers_are_data = False
+
+    class Cdx:
+        empty_answers_are_data = True
+
+    empty = Response("http://x/", status=200, body=b"")
+    crawler.spider = Json()
+    assert middleware._ban_reason(empty) == "empty answer"
+    crawler.spider = Cdx()
+    assert middleware._ban_reason(empty) is None

@@ -6,9 +6,9 @@ credentials allowed (``http://user:pass@host:port``). Each request takes the
 next live proxy in turn; Scrapy's HttpProxyMiddleware, which runs after this
 one, does the proxying and the ``Proxy-Authorization`` header.
 
-A proxy is banned by an answer in ``PROXY_BAN_STATUSES``, an empty 200, a
-block page (trawl.blocks) or a connection error; it rests for an exponential
-backoff with jitter (``PROXY_BACKOFF_BASE`` doubling up to
+A proxy is banned by an answer in ``PROXY_BAN_STATUSES``, an empty 200 (from
+a source whose empty answers are not data), a block page (trawl.blocks) or a
+connection error; it rests for an exponential backoff with jitter (``PROXY_BACKOFF_BASE`` doubling up to
 ``PROXY_BACKOFF_MAX``) and comes back. The request is sent again through
 another proxy. With every proxy resting, requests wait for the first to come
 back (the run says so once) instead of hammering. Rate limits hold per source
@@ -171,10 +171,14 @@ class ProxyRotationMiddleware:
     def _ban_reason(self, response: Response) -> str | None:
         if response.status in self.ban_statuses:
             return f"HTTP {response.status}"
-        if response.status == 200 and not response.body.strip():
+        if response.status == 200 and not response.body.strip() and not self._empty_is_data():
             return "empty answer"
         marker = block_reason(response)
         return f"block page ({marker})" if marker else None
+
+    def _empty_is_data(self) -> bool:
+        """Some APIs answer "nothing" with an empty body (a CDX page past the end)."""
+        return bool(getattr(self.crawler.spider, "empty_answers_are_data", False))
 
     def _ban_and_retry(self, request: Request, proxy: Proxy, reason: str) -> Request | None:
         proxy.bans += 1

@@ -63,6 +63,8 @@ class CdxSpider(SourceSpider):
 
     endpoints: list[Endpoint]
     page_size: int
+    #: A CDX page past the end is an empty body: not a sign of a banned proxy.
+    empty_answers_are_data: ClassVar[bool] = True
 
     def configure(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
         super().configure(settings, arguments)
