@@ -24,9 +24,9 @@ import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import urlencode
+
+from tests.servers.local import LocalServer, SeenRequest
 
 #: (status, body, headers) answered instead of the next search page.
 Fault = tuple[int, bytes, dict[str, str]]
@@ -58,14 +58,7 @@ def server_error(status: int = 502) -> Fault:
 
 
 @dataclass
-class SeenRequest:
-    path: str
-    params: dict[str, str]
-    cookie: str
-
-
-@dataclass
-class FakeGhostArchive:
+class FakeGhostArchive(LocalServer):
     """Context manager: serves on 127.0.0.1, ``base_url`` while running."""
 
     #: Archived URL texts by search term, in the order the site lists them.
@@ -81,24 +74,6 @@ class FakeGhostArchive:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
-
-    def __enter__(self) -> FakeGhostArchive:
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: tuple[type[BaseException], BaseException, TracebackType] | None) -> None:
-        assert self._httpd is not None
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    @property
-    def base_url(self) -> str:
-        assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     def pages_asked(self) -> list[int]:
         with self._lock:
@@ -173,24 +148,3 @@ def _page(term: str, content: str) -> str:
         '<input type="submit" value="Search"></form>\n'
         f"<h1>Archives for {safe}</h1>\n{content}\n</body>\n</html>\n"
     )
-
-
-class _Handler(BaseHTTPRequestHandler):
-    fake: FakeGhostArchive
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        parts = urlsplit(self.path)
-        params = dict(parse_qsl(parts.query, keep_blank_values=True))
-        status, body, headers = self.fake.answer(
-            SeenRequest(parts.path, params, self.headers.get("Cookie", ""))
-        )
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet
-        pass

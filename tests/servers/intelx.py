@@ -26,9 +26,8 @@ import json
 import threading
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from urllib.parse import parse_qsl, urlsplit
+
+from tests.servers.local import LocalServer, SeenRequest
 
 #: (status, body, headers) answered instead, per endpoint: "search", "result", "info".
 Fault = tuple[int, bytes, dict[str, str]]
@@ -71,15 +70,6 @@ def search_status(status: int) -> Fault:
 
 
 @dataclass
-class SeenRequest:
-    method: str
-    path: str
-    params: dict[str, str]
-    headers: dict[str, str]
-    body: dict | None
-
-
-@dataclass
 class _Search:
     values: list[str]
     offset: int = 0
@@ -87,7 +77,7 @@ class _Search:
 
 
 @dataclass
-class FakeIntelX:
+class FakeIntelX(LocalServer):
     """Context manager: one IntelX base on 127.0.0.1, ``base_url`` while running."""
 
     keys: set[str] = field(default_factory=lambda: {"ix-test-key-0123456789"})
@@ -108,24 +98,6 @@ class FakeIntelX:
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
         self._searches: dict[str, _Search] = {}
-        self._httpd: ThreadingHTTPServer | None = None
-
-    def __enter__(self) -> FakeIntelX:
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: tuple[type[BaseException], BaseException, TracebackType] | None) -> None:
-        assert self._httpd is not None
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    @property
-    def base_url(self) -> str:
-        assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     def requests_to(self, path: str) -> list[SeenRequest]:
         with self._lock:
@@ -209,37 +181,3 @@ class FakeIntelX:
 def _chunk(values: list[str], status: int) -> Fault:
     body = {"selectors": [selector(v) for v in values], "status": status}
     return (200, json.dumps(body).encode(), dict(_JSON))
-
-
-class _Handler(BaseHTTPRequestHandler):
-    fake: FakeIntelX
-    protocol_version = "HTTP/1.1"
-
-    def _serve(self, method: str) -> None:
-        parts = urlsplit(self.path)
-        length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
-        try:
-            body = json.loads(raw) if raw else None
-        except ValueError:
-            body = None
-        headers = {k.lower(): v for k, v in self.headers.items()}
-        seen = SeenRequest(
-            method, parts.path, dict(parse_qsl(parts.query, keep_blank_values=True)), headers, body
-        )
-        status, payload, response_headers = self.fake.answer(seen)
-        self.send_response(status)
-        for name, value in response_headers.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        self._serve("GET")
-
-    def do_POST(self) -> None:  # noqa: N802
-        self._serve("POST")
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet
-        pass

@@ -20,12 +20,11 @@ import json
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
-from urllib.parse import parse_qsl, urlsplit
 
 import yaml
+
+from tests.servers.local import LocalServer, SeenRequest
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CASSETTE = DATA / "vt_v2_domain_report_mihari_cassette.yml"
@@ -103,15 +102,7 @@ def malformed() -> Fault:
 
 
 @dataclass
-class SeenRequest:
-    path: str
-    params: dict[str, str]
-    raw_url: str
-    headers: dict[str, str]
-
-
-@dataclass
-class FakeVirusTotal:
+class FakeVirusTotal(LocalServer):
     """Context manager: serves on 127.0.0.1, ``base_url`` while running."""
 
     keys: set[str] = field(default_factory=lambda: {"vt-test-key-0123456789abcdef"})
@@ -121,31 +112,16 @@ class FakeVirusTotal:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._httpd: ThreadingHTTPServer | None = None
         self._recorded, self._recorded_headers = recorded_report()
 
     # --- lifecycle ---------------------------------------------------------------------
 
-    def __enter__(self) -> FakeVirusTotal:
-        handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: tuple[type[BaseException], BaseException, TracebackType] | None) -> None:
-        assert self._httpd is not None
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-    @property
-    def base_url(self) -> str:
-        assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
     # --- answers -------------------------------------------------------------------------
 
-    def answer(self, path: str, params: dict[str, str]) -> tuple[int, bytes, dict[str, str]]:
+    def answer(self, request: SeenRequest) -> tuple[int, bytes, dict[str, str]]:
+        with self._lock:
+            self.requests.append(request)
+        path, params = request.path, request.params
         if path != REPORT_PATH:
             return 404, b"", {"Content-Type": "text/html"}
         if params.get("apikey") not in self.keys:
@@ -159,29 +135,3 @@ class FakeVirusTotal:
             return 200, self._recorded, dict(self._recorded_headers)
         body = self.reports.get(domain, UNKNOWN_DOMAIN)
         return 200, body, {"Content-Type": "application/json", **_GOOGLE}
-
-    def record(self, request: SeenRequest) -> None:
-        with self._lock:
-            self.requests.append(request)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    fake: FakeVirusTotal
-    protocol_version = "HTTP/1.1"
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        parts = urlsplit(self.path)
-        params = dict(parse_qsl(parts.query, keep_blank_values=True))
-        self.fake.record(SeenRequest(parts.path, params, self.path, dict(self.headers.items())))
-        status, body, headers = self.fake.answer(parts.path, params)
-        self.send_response(status)
-        for name, value in headers.items():
-            self.send_header(name, value)
-        if status != 204:
-            self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if status != 204:
-            self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - quiet
-        pass
