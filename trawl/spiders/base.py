@@ -8,6 +8,7 @@ and again when the spider is built, for runs that bypass the command
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -46,6 +47,20 @@ COMMON_ARGUMENTS = frozenset(
 FILTER_ARGUMENTS = frozenset(
     {"filter_code", "filter_mime", "filter_url", "filter_keywords", "match_code", "match_mime"}
 )
+
+
+def json_error_text(
+    body: bytes, fields: tuple[str, ...] = ("detail", "error", "message", "description")
+) -> str:
+    """The human part of a JSON error body (its text fields, joined), cut short for a log line."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    parts = [data[name] for name in fields if isinstance(data.get(name), str) and data[name]]
+    return " - ".join(parts)[:300]
 
 
 class SourceSpider(scrapy.Spider):

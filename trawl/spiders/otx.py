@@ -23,28 +23,13 @@ import scrapy
 from scrapy.http import Response
 
 from trawl.items import CaptureBatch
-from trawl.spiders.base import SourceSpider
+from trawl.spiders.base import SourceSpider, json_error_text
 from trawl.timestamps import iso_timestamp
 
 #: URLs per page: the most OTX serves (waymore's author), and what waymore asks for.
 PAGE_LIMIT = 500
 #: 401/403 mean a bad key; 429 and these reach the callback after Scrapy's retries.
 AUTH_STATUSES = (401, 403)
-
-
-def json_detail(body: bytes) -> str:
-    """The human part of a JSON error body (``detail``, ``error``, ``message``), cut short."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return ""
-    if not isinstance(data, dict):
-        return ""
-    for name in ("detail", "error", "message", "description"):
-        value = data.get(name)
-        if isinstance(value, str) and value:
-            return value[:200]
-    return ""
 
 
 class OtxSpider(SourceSpider):
@@ -138,7 +123,7 @@ class OtxSpider(SourceSpider):
             return None
         if status == 429:
             retry_after = response.headers.get(b"Retry-After", b"").decode("latin-1")
-            detail = json_detail(response.body) or (f"Retry-After: {retry_after}" if retry_after else "")
+            detail = json_error_text(response.body) or (f"Retry-After: {retry_after}" if retry_after else "")
             self.record_error(
                 "rate_limited",
                 "page %d: rate limited (HTTP 429) after %d retries%s",
@@ -179,7 +164,7 @@ class OtxSpider(SourceSpider):
             self.crawler.stats.inc_value("trawl/pages")
             return None
         if status != 200:
-            detail = json_detail(response.body)
+            detail = json_error_text(response.body)
             self.record_error("http", "HTTP %d for page %d%s", status, page, f": {detail}" if detail else "")
             return None
         if not isinstance(data, dict) or not isinstance(data.get("url_list"), list):
@@ -192,7 +177,7 @@ class OtxSpider(SourceSpider):
         key = self.keys.keys[key_index]
         if key not in self.keys.dropped:
             self.keys.drop(key)
-            detail = json_detail(response.body)
+            detail = json_error_text(response.body)
             self.record_error(
                 "bad_key",
                 "%s was refused (HTTP %d%s); asking again without it",

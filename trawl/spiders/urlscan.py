@@ -26,10 +26,9 @@ from __future__ import annotations
 import calendar
 import json
 import math
-import re
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -41,7 +40,8 @@ from twisted.python.failure import Failure
 from trawl.errors import TrawlUsageError
 from trawl.items import CaptureBatch
 from trawl.middlewares.ratelimit import OWN_RATE_LIMITS
-from trawl.spiders.base import SourceSpider
+from trawl.retryhints import resume_time
+from trawl.spiders.base import SourceSpider, json_error_text
 from trawl.timestamps import iso_timestamp
 
 #: ``total`` never says more than this; ``has_more`` then means "more than that".
@@ -50,8 +50,6 @@ MAX_PAGE_SIZE = 10_000
 #: Rest of a rate-limited key when urlscan says nothing about its reset.
 DEFAULT_REST = 60.0
 #: Request meta: this spider handles 429 itself (per key); the source must not pause.
-
-_RESET_IN = re.compile(rb"[Rr]eset in (\d+(?:\.\d+)?) sec")
 
 
 class WaitTooLong(Exception):
@@ -88,53 +86,11 @@ def sort_value(value: object) -> str:
 
 
 def reset_delay(response: Response, now: float) -> float:
-    """Seconds until a rate-limited key may be used again, from whatever urlscan said.
-
-    ``X-Rate-Limit-Reset-After`` (what urlscan-python reads), else the
-    ``X-Rate-Limit-Reset`` date, else ``Retry-After``, else waymore's
-    "Reset in N seconds" in the body, else a minute.
-    """
-    headers = response.headers
-    after = _header_seconds(headers.get(b"X-Rate-Limit-Reset-After"))
-    if after is not None:
-        return after
-    reset = headers.get(b"X-Rate-Limit-Reset")
-    if reset:
-        try:
-            moment = datetime.fromisoformat(reset.decode("latin-1").strip().replace("Z", "+00:00"))
-            if moment.tzinfo is None:
-                moment = moment.replace(tzinfo=timezone.utc)
-            return max(moment.timestamp() - now, 0.0)
-        except ValueError:
-            pass
-    retry_after = _header_seconds(headers.get(b"Retry-After"))
-    if retry_after is not None:
-        return retry_after
-    match = _RESET_IN.search(response.body[:2048])
-    if match:
-        return float(match.group(1))
-    return DEFAULT_REST
-
-
-def _header_seconds(raw: bytes | None) -> float | None:
-    if not raw:
-        return None
-    try:
-        return max(float(raw.decode("latin-1").strip()), 0.0)
-    except ValueError:
-        return None
-
-
-def error_message(body: bytes) -> str:
-    """``message``/``description`` of urlscan's JSON error body, cut short."""
-    try:
-        data = json.loads(body)
-    except ValueError:
-        return ""
-    if not isinstance(data, dict):
-        return ""
-    parts = [data[n] for n in ("message", "description") if isinstance(data.get(n), str) and data[n]]
-    return " - ".join(parts)[:300]
+    """Seconds until a rate-limited key may be used again, from whatever urlscan said
+    (``X-Rate-Limit-Reset-After``, ``X-Rate-Limit-Reset``, ``Retry-After`` or
+    "Reset in N seconds" in the body: trawl.retryhints), else a minute."""
+    hint = resume_time(response, now)
+    return max(hint[0] - now, 0.0) if hint is not None else DEFAULT_REST
 
 
 class UrlscanSpider(SourceSpider):
@@ -341,7 +297,7 @@ class UrlscanSpider(SourceSpider):
                 self.record_error("http", "HTTP %d for search page %d (an HTML page)", status, page)
             return None
         if status != 200:
-            message = error_message(response.body)
+            message = json_error_text(response.body, ("message", "description"))
             self.record_error(
                 "http", "HTTP %d for search page %d%s", status, page, f": {message}" if message else ""
             )
@@ -384,7 +340,7 @@ class UrlscanSpider(SourceSpider):
         # keeps answering 429 after its own reset is not waited for forever.
         allowed = max(len(self.keys.usable), 1) + self.settings.getint("RETRY_TIMES", 0)
         if throttled > allowed:
-            message = error_message(response.body)
+            message = json_error_text(response.body, ("message", "description"))
             self.record_error(
                 "rate_limited",
                 "search page %d: still rate limited (HTTP 429) after %d attempts%s",
@@ -400,7 +356,7 @@ class UrlscanSpider(SourceSpider):
         if key in self.keys.dropped:
             return
         self.keys.drop(key)
-        message = error_message(response.body)
+        message = json_error_text(response.body, ("message", "description"))
         self.logger.warning(
             "%s: %s was refused (HTTP %d%s); dropped for this run",
             self.name,
