@@ -227,6 +227,21 @@ class SourceSpider(scrapy.Spider):
         """The URL as it may appear in a log line: any key in it masked."""
         return redact(url)
 
+    def reject_html(
+        self, response: Response, what: str, expected: str = "data", sender: str = "the server"
+    ) -> bool:
+        """An HTML page where ``expected`` was due: report it (blocked, HTTP error or
+        HTML error page) in one line and return True; False for anything else."""
+        if not self.looks_like_html(response):
+            return False
+        if self.report_block_page(response):
+            return True
+        if response.status != 200:
+            self.record_error("http", "HTTP %d for %s (an HTML page)", response.status, what)
+        else:
+            self.record_error("html", "%s: %s sent an HTML page instead of %s", what, sender, expected)
+        return True
+
     def report_block_page(self, response: Response) -> bool:
         """A captcha / WAF / access-denied page: blocked, not "no URLs"."""
         reason = block_reason(response) if self.looks_like_html(response) else None

@@ -279,15 +279,7 @@ class CdxSpider(SourceSpider):
                 "http", "HTTP %d for CDX page %d%s", response.status, page, self.where(response)
             )
             return
-        if self.report_block_page(response):
-            return
-        if self.looks_like_html(response):
-            self.record_error(
-                "html",
-                "CDX page %d%s: the server sent an HTML page instead of CDX data",
-                page,
-                self.where(response),
-            )
+        if self.reject_html(response, f"CDX page {page}{self.where(response)}", "CDX data"):
             return
         if walk and self._repeats_previous_page(endpoint, page, response.body):
             self.logger.warning("%s: the server ignores page=; stopping at page %d", self.name, page)

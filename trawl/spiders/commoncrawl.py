@@ -314,10 +314,7 @@ class CommonCrawlSpider(CdxSpider):
         if response.status != 200:
             self.record_error("http", "HTTP %d for the list of crawl indexes (%s)", response.status, where)
             return
-        if self.looks_like_html(response):
-            self.record_error(
-                "html", "%s: the server sent an HTML page instead of the list of crawl indexes", where
-            )
+        if self.reject_html(response, where, "the list of crawl indexes"):
             return
         try:
             data = decode_collinfo(response.body)

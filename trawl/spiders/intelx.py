@@ -305,8 +305,7 @@ class IntelxSpider(SourceSpider):
         return []
 
     def _read_json(self, response: Response, what: str) -> dict[str, Any] | None:
-        if self.looks_like_html(response):
-            self.record_error("html", "%s: IntelX sent an HTML page instead of JSON", what)
+        if self.reject_html(response, what, "JSON", sender="IntelX"):
             return None
         try:
             answer = orjson.loads(response.body)

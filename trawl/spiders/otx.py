@@ -135,11 +135,7 @@ class OtxSpider(SourceSpider):
         if status >= 500:
             self.record_error("http", "HTTP %d for page %d (after retries)", status, page)
             return None
-        if self.looks_like_html(response):
-            if status == 200:
-                self.record_error("html", "page %d: the server sent an HTML page instead of JSON", page)
-            else:
-                self.record_error("http", "HTTP %d for page %d (an HTML page)", status, page)
+        if self.reject_html(response, f"page {page}", "JSON"):
             return None
         try:
             data = json.loads(response.body)

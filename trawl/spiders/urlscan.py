@@ -288,13 +288,7 @@ class UrlscanSpider(SourceSpider):
     def _read(self, response: Response, page: int) -> dict[str, Any] | None:
         """The JSON object of a 200 answer, or ``None`` after one error line."""
         status = response.status
-        if self.looks_like_html(response):
-            if status == 200:
-                self.record_error(
-                    "html", "search page %d: the server sent an HTML page instead of JSON", page
-                )
-            else:
-                self.record_error("http", "HTTP %d for search page %d (an HTML page)", status, page)
+        if self.reject_html(response, f"search page {page}", "JSON"):
             return None
         if status != 200:
             message = json_error_text(response.body, ("message", "description"))

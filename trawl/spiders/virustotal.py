@@ -182,8 +182,7 @@ class VirustotalSpider(SourceSpider):
         if status != 200:
             self.record_error("http", "HTTP %d from %s", status, self.describe_url(response.url))
             return None
-        if self.looks_like_html(response):
-            self.record_error("html", "VirusTotal sent an HTML page instead of a JSON domain report")
+        if self.reject_html(response, "domain report", "a JSON domain report", sender="VirusTotal"):
             return None
         try:
             report = orjson.loads(response.body)
