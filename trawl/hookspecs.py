@@ -100,8 +100,10 @@ def trawl_store_write_batch(batch: UrlBatch, context: RunContext) -> int | None:
     """Write a batch, merging provenance into rows already stored.
 
     Return how many of the batch's URLs the store did not have before, and set
-    ``record.new`` on those; return ``None`` if this implementation stores
+    ``batch.new`` on those; return ``None`` if this implementation stores
     nothing. One batch is one transaction: a crash loses at most this batch.
+    A store that talks to a server may return an awaitable of that number
+    instead: the pipeline awaits it without blocking the reactor.
     """
 
 

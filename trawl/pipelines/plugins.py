@@ -13,6 +13,7 @@ parsing thread.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import uuid
 from typing import TYPE_CHECKING
@@ -81,7 +82,7 @@ class PluginPipeline:
             hook.trawl_close(context=context, reason=reason)
             self.context = None
 
-    def process_item(self, item: object, spider: Spider | None = None) -> object:
+    async def process_item(self, item: object, spider: Spider | None = None) -> object:
         if not isinstance(item, CaptureBatch):
             return item
         context = self.context
@@ -99,7 +100,12 @@ class PluginPipeline:
         if self.store_failed:
             raise DropItem("the store failed earlier in this run")
         try:
-            results = hook.trawl_store_write_batch(batch=urls, context=context)
+            # A store may answer with an awaitable (the Elasticsearch store's async
+            # client): the reactor goes on with other pages meanwhile.
+            results = [
+                await result if inspect.isawaitable(result) else result
+                for result in hook.trawl_store_write_batch(batch=urls, context=context)
+            ]
         except Exception as exc:  # noqa: BLE001
             self._fail_store(f"cannot write {len(urls)} URLs of {item.source} {item.page}", exc)
             raise DropItem("not stored") from None

@@ -6,6 +6,8 @@ plugin only opens the chosen one, hands it batches and closes it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from trawl.context import RunContext
 from trawl.items import UrlBatch
 from trawl.pluginmanager import hookimpl
@@ -29,10 +31,15 @@ def trawl_store_open(context: RunContext) -> None:
 
 
 @hookimpl
-def trawl_store_write_batch(batch: UrlBatch, context: RunContext) -> int | None:
+def trawl_store_write_batch(batch: UrlBatch, context: RunContext) -> int | Awaitable[int] | None:
     store: Store | None = context.state.get(_KEY)
     if store is None:
         return None
+    # A store with an async write path is awaited by the pipeline, so a slow
+    # cluster does not hold up the reactor.
+    write_async = getattr(store, "write_batch_async", None)
+    if write_async is not None:
+        return write_async(batch)
     return store.write_batch(batch)
 
 
