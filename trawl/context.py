@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
+    from trawl.stores.contract import WritingStore
     from trawl.target import Target
 
 
@@ -28,6 +29,11 @@ class RunContext:
     run_id: str
     plugins: pluggy.PluginManager
     state: dict[str, Any] = field(default_factory=dict)
+    #: The store this crawl writes to (``None``: exports only).
+    store: WritingStore | None = None
+    #: Pages this run stored before it was stopped (page key -> upstream rows):
+    #: filled from the store's page ledger when a resumed crawl opens; spiders skip them.
+    done_pages: dict[str, int] = field(default_factory=dict)
 
     @property
     def settings(self) -> BaseSettings:

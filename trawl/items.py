@@ -1,73 +1,228 @@
 """Batch items: what spiders yield and what pipelines pass on.
 
 One item per upstream page keeps Scrapy's per-item overhead (signals, pipeline
-calls, logging) to a few thousand calls per million captures. Columns are plain
-lists so that pipelines can work on whole batches with set operations and
-``executemany`` instead of per-record objects.
+calls, logging) to a few thousand calls per million captures. A batch's
+records are a polars ``DataFrame`` (Arrow memory): parsing, canonical form,
+filter masks, dedup and provenance run as whole-column operations in Rust,
+which also release the GIL. On 320,000 CDX lines polars parses, normalizes
+and aggregates in ~0.6 s where per-row Python took ~4.5 s (issue 8).
+
+Every batch has a ``kind`` (``"capture"``, ``"url"``; crates.io records
+will be another): hooks and stores look at it and leave alone the kinds they
+do not handle, so a second record kind travels through the same pipeline.
+
+Set-valued provenance (sources, statuses, mimes) is a polars ``List[str]``
+column, sorted: joining it into text per row cost 0.9 s per 320,000 URLs.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import polars as pl
+
+Mask = pl.Series | pl.Expr
 
 
-@dataclass(slots=True, repr=False)
-class CaptureBatch:
-    """Captures of one upstream page, column-wise.
+class Batch:
+    """Records of one upstream page, column-wise, as a polars ``DataFrame``.
 
-    ``urls`` is mandatory; the other columns are either ``None`` (the source does
-    not report that field) or lists aligned with ``urls``.
+    ``page`` names the upstream page (``"page=3"``) for progress and resume:
+    stores record it in their page ledger in the same transaction as the rows.
+    ``page_rows`` is the number of rows the page held before any filter (0: an
+    empty page, which still goes into the ledger).
     """
 
-    source: str
-    urls: list[str]
-    timestamps: list[str] | None = None
-    statuses: list[str] | None = None
-    mimes: list[str] | None = None
-    digests: list[str] | None = None
-    lengths: list[str] | None = None
-    #: Identifies the upstream page (e.g. ``"page=3"``) for progress and resume:
-    #: stores record it with the batch, in the same transaction.
-    page: str = ""
-    #: Rows the upstream page held, before any filter (0: an empty page).
-    page_rows: int = 0
-    #: Host of each URL, filled in by the normalizer (it parses the URL anyway).
-    hosts: list[str] | None = None
+    __slots__ = ("source", "frame", "page", "page_rows")
 
-    COLUMNS = ("urls", "timestamps", "statuses", "mimes", "digests", "lengths", "hosts")
+    #: What the records are; hooks and stores dispatch on it.
+    kind: ClassVar[str] = ""
+    #: Columns and their types; a frame may carry more, never fewer.
+    SCHEMA: ClassVar[dict[str, Any]] = {}
+
+    def __init__(self, source: str, frame: pl.DataFrame, page: str = "", page_rows: int = 0) -> None:
+        self.source = source
+        self.frame = frame
+        self.page = page
+        self.page_rows = page_rows
 
     def __len__(self) -> int:
-        return len(self.urls)
+        return self.frame.height
 
     def __repr__(self) -> str:
         # Scrapy logs every item; a repr of 5,000 URLs would swamp the log.
-        return f"<CaptureBatch {self.source} {self.page or '-'} rows={len(self.urls)}>"
+        return f"<{type(self).__name__} {self.source} {self.page or '-'} rows={self.frame.height}>"
 
-    def select(self, keep: list[bool]) -> None:
-        """Drop, in place, the rows whose ``keep`` flag is false."""
-        for name in self.COLUMNS:
-            column = getattr(self, name)
-            if column is not None:
-                setattr(self, name, [value for value, k in zip(column, keep, strict=True) if k])
+    def select(self, keep: Mask) -> None:
+        """Keep, in place, the rows where ``keep`` (a boolean Series or expression) is true."""
+        self.frame = self.frame.filter(keep)
+
+    def column(self, name: str) -> list[Any]:
+        """One column as a Python list (for plugins that prefer plain loops)."""
+        return self.frame.get_column(name).to_list()
+
+    @classmethod
+    def empty_frame(cls) -> pl.DataFrame:
+        return pl.DataFrame(schema=cls.SCHEMA)
+
+
+class CaptureBatch(Batch):
+    """Captures of one upstream page, as the source reported them.
+
+    Columns: ``url`` (raw, then canonical after the normalizer; null where the
+    URL is not a web URL), ``timestamp`` (``YYYYMMDDhhmmss``), ``status``,
+    ``mime``, ``digest``, ``length`` (text, null where the source does not
+    report them) and ``host``, which the normalizer adds (the parse gives it).
+    """
+
+    __slots__ = ()
+    kind = "capture"
+    SCHEMA = {
+        "url": pl.String,
+        "timestamp": pl.String,
+        "status": pl.String,
+        "mime": pl.String,
+        "digest": pl.String,
+        "length": pl.String,
+    }
+
+    @classmethod
+    def from_columns(
+        cls,
+        source: str,
+        urls: Sequence[str],
+        *,
+        timestamps: Sequence[str | None] | None = None,
+        statuses: Sequence[str | None] | None = None,
+        mimes: Sequence[str | None] | None = None,
+        digests: Sequence[str | None] | None = None,
+        lengths: Sequence[str | None] | None = None,
+        page: str = "",
+        page_rows: int | None = None,
+    ) -> CaptureBatch:
+        """A batch from plain lists (columns a source does not report stay null)."""
+        columns = {
+            "url": urls,
+            "timestamp": timestamps,
+            "status": statuses,
+            "mime": mimes,
+            "digest": digests,
+            "length": lengths,
+        }
+        size = len(urls)
+        frame = pl.DataFrame(
+            [
+                pl.Series(name, values if values is not None else [None] * size, dtype=pl.String)
+                for name, values in columns.items()
+            ]
+        )
+        return cls(source, frame, page, size if page_rows is None else page_rows)
+
+    @property
+    def urls(self) -> list[str | None]:
+        return self.column("url")
+
+
+#: Columns of a :class:`UrlBatch`.
+URL_SCHEMA: dict[str, Any] = {
+    "url": pl.String,
+    "host": pl.String,
+    "sources": pl.List(pl.String),
+    "first_seen": pl.String,
+    "last_seen": pl.String,
+    "captures": pl.Int64,
+    "statuses": pl.List(pl.String),
+    "mimes": pl.List(pl.String),
+    "new": pl.Boolean,
+    "repeat": pl.Boolean,
+}
+
+
+class UrlBatch(Batch):
+    """One record per canonical URL, with provenance: what stores write and exports read.
+
+    ``new`` is set by the store: the store did not know the URL before.
+    ``repeat`` marks URLs this run passed on already (a URL split over two CDX
+    pages): stores still merge their provenance, exports skip them.
+    """
+
+    __slots__ = ()
+    kind = "url"
+    SCHEMA = URL_SCHEMA
+
+    @classmethod
+    def from_columns(
+        cls,
+        source: str,
+        urls: Sequence[str],
+        hosts: Sequence[str],
+        first_seen: Sequence[str | None],
+        last_seen: Sequence[str | None],
+        captures: Sequence[int],
+        statuses: Sequence[Sequence[str] | str],
+        mimes: Sequence[Sequence[str] | str],
+        sources: Sequence[Sequence[str] | str] | None = None,
+        new: Sequence[bool] | None = None,
+        page: str = "",
+        page_rows: int = 0,
+    ) -> UrlBatch:
+        """A batch from plain lists; set-valued columns may be lists or comma-joined text."""
+        size = len(urls)
+        frame = pl.DataFrame(
+            {
+                "url": list(urls),
+                "host": list(hosts),
+                "sources": [_as_set(s) for s in sources] if sources is not None else [[source]] * size,
+                "first_seen": list(first_seen),
+                "last_seen": list(last_seen),
+                "captures": list(captures),
+                "statuses": [_as_set(s) for s in statuses],
+                "mimes": [_as_set(s) for s in mimes],
+                "new": list(new) if new is not None else [False] * size,
+                "repeat": [False] * size,
+            },
+            schema=URL_SCHEMA,
+        )
+        return cls(source, frame, page, page_rows)
+
+    @property
+    def urls(self) -> list[str]:
+        return self.column("url")
+
+    def first_in_run(self) -> pl.DataFrame:
+        """The rows exports write: URLs this run had not passed on before."""
+        frame = self.frame
+        return frame.filter(~pl.col("repeat")) if frame.get_column("repeat").any() else frame
+
+    def records(self, first_in_run: bool = False) -> Iterator[UrlRecord]:
+        """Row view (``first_in_run``: skip repeats, as exports do)."""
+        frame = self.first_in_run() if first_in_run else self.frame
+        for row in frame.iter_rows():
+            yield UrlRecord(*row[:9])
+
+
+def _as_set(value: Sequence[str] | str | None) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return sorted({v for v in value.split(",") if v})
+    return sorted({v for v in value if v})
 
 
 @dataclass(slots=True)
 class UrlRecord:
-    """One canonical URL with its provenance: the row view of a :class:`UrlBatch`.
-
-    Set-valued provenance (sources, statuses, mimes) is kept as comma-joined,
-    sorted text, the way stores hold it; :meth:`as_dict` splits it.
-    """
+    """One canonical URL with its provenance: the row view of a :class:`UrlBatch`."""
 
     url: str
     host: str
-    sources: str
+    sources: list[str]
     first_seen: str | None
     last_seen: str | None
     captures: int
-    statuses: str
-    mimes: str
+    statuses: list[str]
+    mimes: list[str]
     new: bool
 
     def as_dict(self) -> dict[str, object]:
@@ -75,75 +230,11 @@ class UrlRecord:
         return {
             "url": self.url,
             "host": self.host,
-            "sources": _split(self.sources),
+            "sources": list(self.sources),
             "first_seen": self.first_seen,
             "last_seen": self.last_seen,
             "captures": self.captures,
-            "statuses": _split(self.statuses),
-            "mimes": _split(self.mimes),
+            "statuses": list(self.statuses),
+            "mimes": list(self.mimes),
             "new": self.new,
         }
-
-
-def _split(text: str) -> list[str]:
-    return text.split(",") if text else []
-
-
-@dataclass(slots=True, repr=False)
-class UrlBatch:
-    """Deduplicated URLs of one capture batch, column-wise, ready for stores and exports.
-
-    ``statuses``, ``mimes`` and ``sources`` hold comma-joined sorted sets as text
-    (what stores write). ``sources`` may be ``None``: every URL came from
-    ``source`` alone, until a store merges in what it knew.
-    """
-
-    source: str
-    urls: list[str]
-    hosts: list[str]
-    first_seen: list[str | None]
-    last_seen: list[str | None]
-    captures: list[int]
-    statuses: list[str]
-    mimes: list[str]
-    sources: list[str] | None = None
-    #: Set by stores: True where the store did not know the URL before.
-    new: list[bool] | None = None
-    page: str = ""
-    page_rows: int = 0
-    #: Canonical URLs already passed on earlier in this run: stored (their
-    #: provenance still merges) but not exported a second time.
-    repeats: set[str] = field(default_factory=set)
-
-    def __len__(self) -> int:
-        return len(self.urls)
-
-    def __repr__(self) -> str:
-        return f"<UrlBatch {self.source} {self.page or '-'} urls={len(self.urls)}>"
-
-    def records(self, first_in_run: bool = False) -> Iterator[UrlRecord]:
-        """Row view; ``first_in_run`` skips :attr:`repeats` (what exports write)."""
-        size = len(self.urls)
-        sources = self.sources or [self.source] * size
-        new = self.new or [False] * size
-        repeats = self.repeats if first_in_run else ()
-        for row in zip(
-            self.urls,
-            self.hosts,
-            sources,
-            self.first_seen,
-            self.last_seen,
-            self.captures,
-            self.statuses,
-            self.mimes,
-            new,
-            strict=True,
-        ):
-            if row[0] not in repeats:
-                yield UrlRecord(*row)
-
-    def first_in_run_urls(self) -> list[str]:
-        if not self.repeats:
-            return self.urls
-        repeats = self.repeats
-        return [u for u in self.urls if u not in repeats]

@@ -1,0 +1,144 @@
+"""The store contract: one Protocol per capability, every store implements them.
+
+A store class is registered by a plugin's ``trawl_register_stores`` hook under
+a URI scheme and built as ``StoreClass(uri, context)`` for one crawl:
+
+* :class:`WritingStore` (required): ``open``, ``write_batch``, ``close``. This
+  is all a plain crawl needs.
+* :class:`AsyncWritingStore`: ``write_batch_async`` instead of blocking; the
+  pipeline awaits it on the reactor (a store that talks to a server).
+* :class:`ResumableStore`: a page ledger (``done_pages``) so that a crawl run
+  with ``JOBDIR`` skips the pages it stored before it was stopped.
+* :class:`ReadableStore` (class-level): ``read_runs`` and ``read_domain``, what
+  ``crawl all -o`` and store exports read back.
+* :class:`SearchableStore` (class-level): ``searcher``, what ``scrapy search``
+  queries.
+
+Capabilities are checked with ``isinstance`` against these runtime-checkable
+Protocols when a crawl starts (:func:`missing_capabilities`): a store that
+lacks one a run needs is refused in one line naming what it lacks, instead of
+the run silently losing resume, ``-o`` or search (issue 8: a third-party store
+with the three writing methods lost all three without a word).
+
+``write_batch`` may be called from a worker thread (``threadsafe_writes``):
+one batch at a time, never two at once, so a store needs no lock of its own
+beyond what its own readers require.
+
+The write rule every store follows is :mod:`trawl.provenance`'s: one record
+type, one merge rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Iterator
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from trawl.context import RunContext
+    from trawl.items import Batch, UrlBatch, UrlRecord
+    from trawl.query import Node
+
+
+@runtime_checkable
+class WritingStore(Protocol):
+    """A place where URL records are written: what every store implements."""
+
+    #: Record kinds (``Batch.kind``) this store keeps; batches of other kinds pass it by.
+    kinds: ClassVar[frozenset[str]]
+
+    @classmethod
+    def check_uri(cls, uri: str) -> None:
+        """Raise ``TrawlUsageError`` for a URI this store cannot use (before any crawl starts)."""
+
+    def open(self) -> None:
+        """Connect, create what is missing and register the run; raise ``StoreError`` if impossible."""
+
+    def write_batch(self, batch: Batch) -> int:
+        """Merge the batch in one transaction, with its page in the ledger.
+
+        Sets ``new`` (the store did not know the URL) and ``repeat`` (this run
+        wrote it before) on the batch's frame, replaces provenance columns by
+        the merged values, and returns the number of new records. A page this
+        run stored already is not merged again (resume): every row comes back
+        ``repeat`` and 0 is returned.
+        """
+
+    def close(self, reason: str) -> None:
+        """Record the run's end and release resources."""
+
+
+@runtime_checkable
+class AsyncWritingStore(WritingStore, Protocol):
+    """A store whose writes are awaited on the reactor instead of blocking it."""
+
+    def write_batch_async(self, batch: Batch) -> Awaitable[int]:
+        """:meth:`WritingStore.write_batch`, as an awaitable."""
+
+
+@runtime_checkable
+class ResumableStore(WritingStore, Protocol):
+    """A store with a page ledger: what ``JOBDIR`` resume needs."""
+
+    def done_pages(self, source: str) -> dict[str, int]:
+        """Pages this run stored before (page key -> upstream rows)."""
+
+
+@runtime_checkable
+class ReadableStore(Protocol):
+    """Reading records back (class-level: no crawl needed)."""
+
+    @classmethod
+    def read_runs(cls, uri: str, run_ids: list[str], settings: Any) -> Iterator[UrlBatch]:
+        """The URLs the given runs wrote or updated, as stored now, in URL order."""
+
+    @classmethod
+    def read_domain(cls, uri: str, domain: str, settings: Any) -> Iterator[UrlBatch]:
+        """Every URL the store holds for ``domain`` and its subdomains, in URL order."""
+
+
+class Searcher(Protocol):
+    """What ``scrapy search`` queries; records come in URL order (byte order)."""
+
+    def __enter__(self) -> Searcher: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def records(self, node: Node, limit: int | None = None) -> Iterator[UrlRecord]: ...
+
+    def count(self, node: Node) -> int: ...
+
+    def facet(self, node: Node, name: str, size: int) -> list[tuple[str, int]]: ...
+
+
+@runtime_checkable
+class SearchableStore(Protocol):
+    """A store ``scrapy search`` can query (class-level)."""
+
+    @classmethod
+    def searcher(cls, uri: str, settings: Any) -> Searcher:
+        """Open the read side of the store ``uri`` names."""
+
+
+#: Capability -> (Protocol, what a user loses without it), for one-line refusals.
+CAPABILITIES: dict[str, tuple[type, str]] = {
+    "write": (WritingStore, "storing URLs"),
+    "resume": (ResumableStore, "resuming a crawl (JOBDIR)"),
+    "read": (ReadableStore, "exports from the store (crawl all -o)"),
+    "search": (SearchableStore, "scrapy search"),
+}
+
+
+def missing_capabilities(store_class: type, needed: list[str]) -> list[str]:
+    """The capabilities among ``needed`` that ``store_class`` does not implement.
+
+    ``isinstance`` of the class object against a runtime-checkable Protocol
+    checks that every member exists on it: instance methods (writing, resume)
+    and classmethods (read, search) alike.
+    """
+    return [name for name in needed if not isinstance(store_class, CAPABILITIES[name][0])]
+
+
+def describe_missing(scheme: str, store_class: type, missing: list[str]) -> str:
+    """One line for a refusal: which store, what it lacks, what that breaks."""
+    parts = [f"{CAPABILITIES[m][0].__name__} ({CAPABILITIES[m][1]})" for m in missing]
+    return f"the {scheme!r} store ({store_class.__name__}) does not implement " + ", ".join(parts)

@@ -1,0 +1,59 @@
+"""How ``STORE_URI`` picks a store class, and the one-line refusals.
+
+Stores are added by plugins (``trawl_register_stores`` returns
+``{uri_scheme: StoreClass}``): this module knows only the contract and the
+lookup, so the SQLite store is no more built in than a third-party one.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from trawl.errors import TrawlUsageError
+from trawl.stores.contract import WritingStore, describe_missing, missing_capabilities
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from trawl.context import RunContext
+
+
+def uri_scheme(uri: str) -> str:
+    """``sqlite:///x.db`` -> ``sqlite``; ``elasticsearch+https://h`` -> ``elasticsearch``."""
+    scheme = urlsplit(uri).scheme.lower()
+    if not scheme:
+        raise TrawlUsageError(f"STORE_URI {uri!r} has no scheme (expected e.g. sqlite:///trawl.db)")
+    return scheme.split("+", 1)[0]
+
+
+def store_classes(pm: pluggy.PluginManager) -> dict[str, type[WritingStore]]:
+    """All stores the registered plugins offer, by URI scheme."""
+    classes: dict[str, type[WritingStore]] = {}
+    for registered in pm.hook.trawl_register_stores():
+        classes.update(registered or {})
+    return classes
+
+
+def store_class(uri: str, pm: pluggy.PluginManager, needs: tuple[str, ...] = ("write",)) -> type[WritingStore]:
+    """The class ``uri`` names, checked for the capabilities ``needs``; else one-line ``TrawlUsageError``."""
+    scheme = uri_scheme(uri)
+    classes = store_classes(pm)
+    if scheme not in classes:
+        known = ", ".join(sorted(classes)) or "none"
+        raise TrawlUsageError(f"no store for STORE_URI scheme {scheme!r} (known: {known})")
+    klass = classes[scheme]
+    missing = missing_capabilities(klass, ["write", *needs])
+    if missing:
+        raise TrawlUsageError(describe_missing(scheme, klass, missing))
+    return klass
+
+
+def check_store_uri(uri: str, pm: pluggy.PluginManager, needs: tuple[str, ...] = ()) -> None:
+    """Raise ``TrawlUsageError`` for a ``STORE_URI`` no store can use, before any crawl starts."""
+    store_class(uri, pm, needs).check_uri(uri)
+
+
+def create_store(uri: str, context: RunContext, pm: pluggy.PluginManager) -> WritingStore:
+    """Build (not open) the store that ``uri`` names."""
+    return store_class(uri, pm)(uri, context)
