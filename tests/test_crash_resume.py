@@ -182,12 +182,12 @@ _DIE_IN_TRANSACTION = textwrap.dedent(
     from scrapy.settings import Settings
     from trawl.context import RunContext
     from trawl.items import UrlBatch
-    from trawl.plugins.sqlite_store import SqliteStore
+    from trawl.stores.sqlite import SqliteStore
 
     def batch(numbers):
         urls = [f"https://example.com/some/longer/path/to/page-{n:06d}.html?q={n}" for n in numbers]
         size = len(urls)
-        return UrlBatch("wayback", urls, ["example.com"] * size, ["20100101000000"] * size,
+        return UrlBatch.from_columns("wayback", urls, ["example.com"] * size, ["20100101000000"] * size,
                         ["20200101000000"] * size, [2] * size, ["200"] * size, ["text/html"] * size)
 
     settings = Settings({"SQLITE_SYNCHRONOUS": "NORMAL", "SQLITE_CACHE_MB": 1})

@@ -28,9 +28,9 @@ from trawl.context import RunContext
 from trawl.ecs import url_fields
 from trawl.items import UrlBatch
 from trawl.plugins.elasticsearch_store import ElasticsearchSearcher, ElasticsearchStore
-from trawl.plugins.sqlite_store import SqliteStore
+from trawl.stores.sqlite import SqliteStore
 from trawl.query import QueryError, parse, to_es, to_sql
-from trawl.search import SqliteSearcher
+from trawl.stores.sqlite.search import SqliteSearcher
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import run_scrapy

@@ -20,7 +20,7 @@ from scrapy.settings import Settings
 from trawl.context import RunContext
 from trawl.errors import TrawlUsageError
 from trawl.items import UrlBatch
-from trawl.plugins.sqlite_store import SqliteStore, sqlite_path
+from trawl.stores.sqlite import SqliteStore, sqlite_path
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
@@ -400,7 +400,7 @@ def open_store(db: Path, run_id: str, source: str = "wayback") -> SqliteStore:
 
 def make_batch(rows: list[tuple[str, str, str, int, str, str]], source: str = "wayback") -> UrlBatch:
     """``rows``: (url, first_seen, last_seen, captures, statuses, mimes)."""
-    return UrlBatch(
+    return UrlBatch.from_columns(
         source=source,
         urls=[r[0] for r in rows],
         hosts=[DOMAIN] * len(rows),
@@ -429,19 +429,25 @@ def test_write_batch_inserts_then_merges(tmp_path: Path) -> None:
     store = open_store(db, "run-1")
     one = make_batch([(A, "2010", "2012", 2, "200", "text/html"), (B, "2011", "2011", 1, "404", "text/html")])
     assert store.write_batch(one) == 2
-    assert one.new == [True, True]
+    assert one.column("new") == [True, True]
     # Same run, next page: A again (its captures add up), C new.
     two = make_batch([(A, "2009", "2011", 3, "301", "text/plain"), (C, "2013", "2013", 1, "", "")])
     assert store.write_batch(two) == 1
-    assert two.new == [False, True]
+    assert two.column("new") == [False, True]
+    assert two.column("repeat") == [True, False]  # this run wrote A before
     # The batch now carries the merged record (what exports write).
-    assert (two.first_seen[0], two.last_seen[0], two.captures[0], two.statuses[0], two.mimes[0]) == (
-        "2009",
-        "2012",
-        5,
-        "200,301",
-        "text/html,text/plain",
-    )
+    assert two.frame.row(0, named=True) | {"new": None, "repeat": None} == {
+        "url": A,
+        "host": DOMAIN,
+        "sources": ["wayback"],
+        "first_seen": "2009",
+        "last_seen": "2012",
+        "captures": 5,
+        "statuses": ["200", "301"],
+        "mimes": ["text/html", "text/plain"],
+        "new": None,
+        "repeat": None,
+    }
     assert store.write_batch(make_batch([])) == 0
     store.close("finished")
     expected = {
@@ -457,7 +463,8 @@ def test_write_batch_inserts_then_merges(tmp_path: Path) -> None:
     assert facts(db)[A] == expected[A]  # 5: the best count so far, not 5 + 2
     rerun = make_batch([(A, "2009", "2011", 3, "301", "text/plain"), (C, "2013", "2013", 1, "", "")])
     assert store.write_batch(rerun) == 0
-    assert rerun.new == [False, False]
+    assert rerun.column("new") == [False, False]
+    assert rerun.column("repeat") == [True, False]  # A: written earlier in run-2
     store.close("shutdown")
     assert facts(db) == expected
     assert query(db, "SELECT run, run_id, finish_reason FROM runs ORDER BY run") == [

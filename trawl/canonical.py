@@ -125,3 +125,9 @@ def host_of(canonical_url: str) -> str:
         return netloc[1 : netloc.index("]")]
     colon = netloc.rfind(":")
     return netloc if colon < 0 else netloc[:colon]
+
+
+def canonicalize_many(urls: list[str]) -> tuple[list[str | None], list[str | None]]:
+    """Canonical URL and host of each of ``urls`` (``None`` for invalid ones)."""
+    results = [canonicalize_with_host(u) if u else None for u in urls]
+    return [r[0] if r else None for r in results], [r[1] if r else None for r in results]

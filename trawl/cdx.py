@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 import orjson
+import polars as pl
 
 from trawl.filters import FilterConfig
 
@@ -31,22 +32,24 @@ class Dialect(str, Enum):
 #: Our column -> the field name each dialect uses (also in ``fl=`` and ``filter=``).
 FIELDS: dict[Dialect, dict[str, str]] = {
     Dialect.IA: {
-        "urls": "original",
-        "timestamps": "timestamp",
-        "statuses": "statuscode",
-        "mimes": "mimetype",
-        "digests": "digest",
-        "lengths": "length",
+        "url": "original",
+        "timestamp": "timestamp",
+        "status": "statuscode",
+        "mime": "mimetype",
+        "digest": "digest",
+        "length": "length",
     },
     Dialect.PYWB: {
-        "urls": "url",
-        "timestamps": "timestamp",
-        "statuses": "status",
-        "mimes": "mime",
-        "digests": "digest",
-        "lengths": "length",
+        "url": "url",
+        "timestamp": "timestamp",
+        "status": "status",
+        "mime": "mime",
+        "digest": "digest",
+        "length": "length",
     },
 }
+#: A capture batch's columns, in ``fl=`` order.
+CAPTURE_COLUMNS = ("url", "timestamp", "status", "mime", "digest", "length")
 #: Any field name either dialect uses -> our column.
 COLUMN_OF: dict[str, str] = {name: column for fields in FIELDS.values() for column, name in fields.items()}
 #: Names that can start a JSON header row.
@@ -65,18 +68,33 @@ class PageCount:
 
 @dataclass(slots=True)
 class ParsedPage:
-    """Columns of one CDX page, plus what could not be read."""
+    """Columns of one CDX page, plus what could not be read.
 
-    columns: dict[str, list[str]] = field(default_factory=dict)
+    ``frame`` holds the capture columns (``url``, ``timestamp``, ``status``,
+    ``mime``, ``digest``, ``length``) as text; columns the page did not carry
+    are absent.
+    """
+
+    frame: pl.DataFrame = field(default_factory=pl.DataFrame)
     rows: int = 0
     bad_lines: int = 0
     dialect: Dialect | None = None
+
+    @property
+    def columns(self) -> dict[str, list[str]]:
+        """The columns as lists, by their plural names (``urls``, ``statuses``...)."""
+        return {f"{name}s" if name != "status" else "statuses": self.frame.get_column(name).to_list()
+                for name in self.frame.columns}  # fmt: skip
+
+
+def _frame(columns: dict[str, list[str]]) -> pl.DataFrame:
+    return pl.DataFrame({name: pl.Series(name, values, dtype=pl.String) for name, values in columns.items()})
 
 
 def fl_fields(dialect: Dialect) -> tuple[str, ...]:
     """The fields trawl asks for, in the dialect's names, in ``fl=`` order."""
     names = FIELDS[dialect]
-    return tuple(names[c] for c in ("urls", "timestamps", "statuses", "mimes", "digests", "lengths"))
+    return tuple(names[c] for c in CAPTURE_COLUMNS)
 
 
 def fl_param(dialect: Dialect) -> str:
@@ -150,13 +168,13 @@ def _parse_ia_json(text: bytes) -> ParsedPage:
     width = len(header)
     try:
         # The common case, every row well formed, costs one C-level transpose.
-        return ParsedPage(_columns_from_rows(header, rows), len(rows), bad, Dialect.IA)
+        return ParsedPage(_frame(_columns_from_rows(header, rows)), len(rows), bad, Dialect.IA)
     except (ValueError, TypeError):
         pass
     # Drop empty rows (``[]`` before a resume key), resume-key rows and broken rows.
     good = [r for r in rows if isinstance(r, list) and len(r) == width]
     bad += sum(1 for r in rows if not isinstance(r, list) or (r and len(r) not in (width, 1)))
-    return ParsedPage(_columns_from_rows(header, good), len(good), bad, Dialect.IA)
+    return ParsedPage(_frame(_columns_from_rows(header, good)), len(good), bad, Dialect.IA)
 
 
 def _salvage_ia_json(text: bytes) -> tuple[list[list[str]], int]:
@@ -185,6 +203,12 @@ def _salvage_ia_json(text: bytes) -> tuple[list[list[str]], int]:
 
 
 def _parse_ndjson(text: bytes) -> ParsedPage:
+    """pywb's NDJSON: polars' reader for a well-formed page (json decoding per
+    line in Python cost 2.5 s of a 41 s profile, issue 8); line by line, keeping
+    what can be read, for anything else."""
+    fast = _read_ndjson(text)
+    if fast is not None:
+        return fast
     columns: dict[str, list[str]] = {}
     rows = 0
     bad = 0
@@ -207,7 +231,57 @@ def _parse_ndjson(text: bytes) -> ParsedPage:
                 value = record.get(FIELDS[Dialect.IA][column], "")
             columns[column].append(str(value))
         rows += 1
-    return ParsedPage(columns, rows, bad, Dialect.PYWB)
+    return ParsedPage(_frame(columns), rows, bad, Dialect.PYWB)
+
+
+_PYWB_NAMES = {name: column for column, name in FIELDS[Dialect.PYWB].items()}
+
+
+def _read_ndjson(text: bytes) -> ParsedPage | None:
+    """Every line an object with ``url``: one columnar read; else ``None``."""
+    try:
+        frame = pl.read_ndjson(text, infer_schema_length=None)
+    except Exception:  # noqa: BLE001 - polars raises several kinds for bad input
+        return None
+    if "url" not in frame.columns or frame.height == 0:
+        return None
+    frame = frame.select(
+        pl.col(name).cast(pl.String).alias(column)
+        for name, column in _PYWB_NAMES.items()
+        if name in frame.columns
+    )
+    if frame.get_column("url").null_count() or (frame.get_column("url") == "").any():
+        return None
+    # pywb leaves fields out rather than sending them empty: as the per-line reader does, "".
+    frame = frame.with_columns(pl.exclude("url").fill_null(""))
+    missing = [c for c in CAPTURE_COLUMNS if c not in frame.columns]
+    if missing:
+        frame = frame.with_columns(pl.lit("", dtype=pl.String).alias(c) for c in missing)
+    return ParsedPage(frame.select(CAPTURE_COLUMNS), frame.height, 0, Dialect.PYWB)
+
+
+def _read_text(text: bytes, names: tuple[str, ...]) -> ParsedPage | None:
+    """Every line exactly ``names`` wide: one columnar read; else ``None``."""
+    try:
+        frame = pl.read_csv(
+            text,
+            separator=" ",
+            has_header=False,
+            new_columns=list(names),
+            schema_overrides=dict.fromkeys(names, pl.String),
+            quote_char=None,
+            infer_schema=False,
+            missing_utf8_is_empty_string=True,
+        )
+    except Exception:  # noqa: BLE001 - ragged or odd lines: the careful path
+        return None
+    if frame.width != len(names) or frame.height != text.count(b"\n"):
+        return None
+    last = frame.get_column(names[-1])
+    if (last == "").any() or last.null_count():
+        return None  # a short line (a resume key, a cut line)
+    columns = [pl.col(name).alias(COLUMN_OF[name]) for name in names if name in COLUMN_OF]
+    return ParsedPage(frame.select(columns), frame.height, 0, Dialect.IA)
 
 
 _CDXJ = re.compile(rb"^\S+ \d{1,14} \{")
@@ -217,14 +291,19 @@ def _parse_text(text: bytes, fields: tuple[str, ...] | None) -> ParsedPage:
     """Space-separated CDX lines (IA's default output) or CDXJ (``urlkey ts {json}``).
 
     CDX fields never contain spaces (the index itself is space-separated), so
-    a page whose token count is exactly lines x fields is split in C with one
-    ``str.split``; anything else goes line by line. Every line ends with a
-    newline: a last line without one was cut off and is not trusted.
+    a well-formed page is one polars CSV read with a space separator (0.21 s
+    for 320,000 lines against 0.8-1.0 s for ``str.split``, issue 8); anything
+    else goes line by line. Every line ends with a newline: a last line
+    without one was cut off and is not trusted.
     """
     first_line = text[: text.find(b"\n")] if b"\n" in text else text
     if _CDXJ.match(first_line):
         lines = [line for line in text.splitlines() if line.count(b" ") >= 2]
         return _parse_ndjson(b"\n".join(line.split(b" ", 2)[2] for line in lines))
+    if fields and text.endswith(b"\n"):
+        fast = _read_text(text, fields)
+        if fast is not None:
+            return fast
     decoded = text.decode("utf-8", "replace")
     bad = 0
     if not decoded.endswith("\n"):
@@ -241,7 +320,7 @@ def _parse_text(text: bytes, fields: tuple[str, ...] | None) -> ParsedPage:
                 column = COLUMN_OF.get(name)
                 if column is not None:
                     columns[column] = tokens[index::width]
-            return ParsedPage(columns, line_count, bad, Dialect.IA)
+            return ParsedPage(_frame(columns), line_count, bad, Dialect.IA)
     names = fields or IA_DEFAULT_FIELDS
     rows: list[list[str]] = []
     for line in decoded.splitlines():
@@ -252,7 +331,7 @@ def _parse_text(text: bytes, fields: tuple[str, ...] | None) -> ParsedPage:
             rows.append([parts[IA_DEFAULT_FIELDS.index(n)] if n in IA_DEFAULT_FIELDS else "" for n in names])
         elif len(parts) > 1:  # a lone token is a resume key, not a row
             bad += 1
-    return ParsedPage(_columns_from_rows(list(names), rows), len(rows), bad, Dialect.IA)
+    return ParsedPage(_frame(_columns_from_rows(list(names), rows)), len(rows), bad, Dialect.IA)
 
 
 # --- query parameters ------------------------------------------------------------------
@@ -273,12 +352,12 @@ def filter_params(config: FilterConfig, dialect: Dialect) -> list[tuple[str, str
     fields = FIELDS[dialect]
     params: list[tuple[str, str]] = []
     for column, (values, negate) in (
-        ("statuses", config.server_codes),
-        ("mimes", config.server_mimes),
+        ("status", config.server_codes),
+        ("mime", config.server_mimes),
     ):
         if not values:
             continue
-        if column == "mimes" and negate:
+        if column == "mime" and negate:
             values = ("warc/revisit", *values)  # as waymore: revisits repeat a capture
         name = fields[column]
         bang = "!" if negate else ""

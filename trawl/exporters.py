@@ -1,20 +1,29 @@
 """Feed exporters for ``-o``: batches in, one record per line out.
 
 Registered in ``FEED_EXPORTERS`` for the ``txt``, ``jsonl``/``jsonlines`` and
-``csv`` formats, which Scrapy picks from the output file's extension.
+``csv`` formats, which Scrapy picks from the output file's extension. A URL
+batch is written by polars' own writers, one call per batch; URLs this run
+passed on already (``repeat``) are left out, so each URL is written once.
 Non-batch items fall back to Scrapy's behaviour for that format.
 """
 
 from __future__ import annotations
 
+import io
 from typing import IO, Any
 
-import orjson
+import polars as pl
 from scrapy.exporters import BaseItemExporter, CsvItemExporter, JsonLinesItemExporter
 
 from trawl.items import UrlBatch
 
 CSV_FIELDS = ("url", "host", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes", "new")
+_RECORD = ("url", "host", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes", "new")
+
+
+def record_frame(batch: UrlBatch) -> pl.DataFrame:
+    """The rows and fields an export writes."""
+    return batch.first_in_run().select(_RECORD)
 
 
 class UrlListExporter(BaseItemExporter):
@@ -26,9 +35,9 @@ class UrlListExporter(BaseItemExporter):
 
     def export_item(self, item: Any) -> None:
         if isinstance(item, UrlBatch):
-            urls = item.first_in_run_urls()
-            if urls:
-                self.file.write("\n".join(urls).encode() + b"\n")
+            urls = item.first_in_run().get_column("url")
+            if len(urls):
+                self.file.write(("\n".join(urls.to_list()) + "\n").encode())
             return
         url = getattr(item, "url", None) or (item.get("url") if isinstance(item, dict) else None)
         if url:
@@ -42,7 +51,11 @@ class RecordJsonLinesExporter(JsonLinesItemExporter):
         if not isinstance(item, UrlBatch):
             super().export_item(item)
             return
-        self.file.write(b"".join(orjson.dumps(r.as_dict()) + b"\n" for r in item.records(first_in_run=True)))
+        frame = record_frame(item)
+        if frame.height:
+            buffer = io.BytesIO()
+            frame.write_ndjson(buffer)
+            self.file.write(buffer.getvalue())
 
 
 class RecordCsvExporter(CsvItemExporter):
@@ -56,21 +69,13 @@ class RecordCsvExporter(CsvItemExporter):
         if not isinstance(item, UrlBatch):
             super().export_item(item)
             return
-        if self._headers_not_written:
-            self._headers_not_written = False
-            if self.include_headers_line:
-                self.csv_writer.writerow(CSV_FIELDS)
-        self.csv_writer.writerows(
-            (
-                r.url,
-                r.host,
-                r.sources.replace(",", "|"),
-                r.first_seen or "",
-                r.last_seen or "",
-                r.captures,
-                r.statuses.replace(",", "|"),
-                r.mimes.replace(",", "|"),
-                "true" if r.new else "false",
-            )
-            for r in item.records(first_in_run=True)
+        frame = record_frame(item).with_columns(
+            pl.col("sources", "statuses", "mimes").list.join("|"),
+            pl.when(pl.col("new")).then(pl.lit("true")).otherwise(pl.lit("false")).alias("new"),
         )
+        header = self._headers_not_written and self.include_headers_line
+        self._headers_not_written = False
+        if frame.height or header:
+            buffer = io.BytesIO()
+            frame.write_csv(buffer, include_header=header, line_terminator="\r\n")
+            self.stream.buffer.write(buffer.getvalue())

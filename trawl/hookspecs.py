@@ -11,8 +11,10 @@ trawl's own normalizer, filters, dedup and stores are registered the same way
 (see ``pyproject.toml``), so anything they do a third-party plugin can do,
 replace (``TRAWL_PLUGINS_DISABLED``) or extend.
 
-Batch hooks receive whole batches: a plugin that loops over rows in Python is
-fine, but it is called once per upstream page, not once per URL.
+Batch hooks receive whole batches (:mod:`trawl.items`): a polars
+``DataFrame`` in ``batch.frame`` and a ``batch.kind`` (``"capture"``,
+``"url"``...). Work on whole columns; a plugin that loops over rows in Python
+is fine, but it is called once per upstream page, not once per URL.
 
 Per-run state belongs in ``context.state`` (a dict), not in module globals: one
 process may run several crawls at once.
@@ -25,11 +27,12 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
+    import polars as pl
     from scrapy import Spider
 
     from trawl.context import RunContext
-    from trawl.items import CaptureBatch, UrlBatch
-    from trawl.store import StoreFactory
+    from trawl.items import Batch
+    from trawl.stores.contract import WritingStore
 
 hookspec = pluggy.HookspecMarker("trawl")
 
@@ -44,13 +47,16 @@ def trawl_register_sources() -> dict[str, type[Spider]]:
 
 
 @hookspec
-def trawl_register_stores() -> dict[str, StoreFactory]:
-    """Return ``{uri_scheme: factory}`` for the stores this plugin adds.
+def trawl_register_stores() -> dict[str, type[WritingStore]]:
+    """Return ``{uri_scheme: StoreClass}`` for the stores this plugin adds.
 
     ``STORE_URI`` picks one by its scheme (``sqlite:///trawl.db`` picks
-    ``"sqlite"``). The factory is called as ``factory(uri, context)`` and returns
-    an object with ``open()``, ``write_batch(batch) -> int`` and
-    ``close(reason)`` (see :class:`trawl.store.Store`).
+    ``"sqlite"``). The class is built as ``StoreClass(uri, context)`` and
+    implements the Protocols of :mod:`trawl.stores.contract`:
+    ``WritingStore`` at least; ``ResumableStore``, ``ReadableStore`` and
+    ``SearchableStore`` for resume, ``crawl all -o`` and ``scrapy search``
+    (a run that needs one the store lacks is refused in one line). This is
+    the only way to add a store.
     """
 
 
@@ -60,56 +66,39 @@ def trawl_open(context: RunContext) -> None:
 
 
 @hookspec
-def trawl_normalize_batch(batch: CaptureBatch, context: RunContext) -> None:
-    """Rewrite ``batch.urls`` in place to canonical form.
+def trawl_normalize_batch(batch: Batch, context: RunContext) -> None:
+    """Rewrite the batch in place (``batch.frame = batch.frame.with_columns(...)``).
 
-    A URL that cannot be read as a web URL becomes ``None``; the scope filter
-    then drops it and counts it. Implementations run in registration order
-    reversed (pluggy's LIFO); use ``tryfirst``/``trylast`` to place yours.
+    For capture batches (``batch.kind == "capture"``) trawl's normalizer
+    makes ``url`` canonical (null where it is not a web URL: the scope filter
+    drops and counts it) and adds ``host``. Leave alone the kinds you do not
+    handle. Implementations run in registration order reversed (pluggy's
+    LIFO); use ``tryfirst``/``trylast`` to place yours.
     """
 
 
 @hookspec
-def trawl_filter_batch(batch: CaptureBatch, context: RunContext) -> list[bool] | None:
-    """Return a keep-flag per row, or ``None`` to keep every row.
+def trawl_filter_batch(batch: Batch, context: RunContext) -> pl.Series | pl.Expr | None:
+    """Return a boolean keep-mask over the batch's rows, or ``None`` to keep every row.
 
-    Every implementation sees the whole normalized batch; a row survives only if
-    no implementation flags it ``False``. Count what you drop in
-    ``context.stats`` under ``trawl/filtered/<reason>`` so the summary shows it.
+    The mask is a polars ``Series`` (one flag per row of ``batch.frame``) or
+    an expression over its columns (``~pl.col("url").str.contains("private")``).
+    Every implementation sees the whole normalized batch; a row survives only
+    if every mask keeps it. Count what you drop in ``context.stats`` under
+    ``trawl/filtered/<reason>`` so the summary shows it.
     """
 
 
 @hookspec(firstresult=True)
-def trawl_dedup_batch(batch: CaptureBatch, context: RunContext) -> UrlBatch | None:
-    """Collapse the batch's captures into one record per canonical URL.
+def trawl_dedup_batch(batch: Batch, context: RunContext) -> Batch | None:
+    """Collapse a batch's records into one per key; return the new batch, or ``None``.
 
-    The first implementation that returns a :class:`~trawl.items.UrlBatch` wins.
-    It gathers provenance (sources, first and last capture, capture count,
-    statuses, mime types) and lists in ``UrlBatch.repeats`` the URLs already
-    passed on earlier in this run, so that exports write each URL once.
+    The first implementation that returns a batch wins; ``None`` from all of
+    them sends the batch to the store as it is. trawl's dedup turns a
+    :class:`~trawl.items.CaptureBatch` into a :class:`~trawl.items.UrlBatch`
+    (one row per canonical URL with sources, first and last capture, capture
+    count, statuses, mime types). Across batches and runs the store merges.
     """
-
-
-@hookspec
-def trawl_store_open(context: RunContext) -> None:
-    """Open the store(s) this plugin writes to; fail with ``StoreError``."""
-
-
-@hookspec
-def trawl_store_write_batch(batch: UrlBatch, context: RunContext) -> int | None:
-    """Write a batch, merging provenance into rows already stored.
-
-    Return how many of the batch's URLs the store did not have before, and set
-    ``batch.new`` on those; return ``None`` if this implementation stores
-    nothing. One batch is one transaction: a crash loses at most this batch.
-    A store that talks to a server may return an awaitable of that number
-    instead: the pipeline awaits it without blocking the reactor.
-    """
-
-
-@hookspec
-def trawl_store_close(context: RunContext, reason: str) -> None:
-    """Flush and close the store(s); ``reason`` is Scrapy's finish reason."""
 
 
 @hookspec

@@ -100,7 +100,7 @@ class CaptureBatch(Batch):
         digests: Sequence[str | None] | None = None,
         lengths: Sequence[str | None] | None = None,
         page: str = "",
-        page_rows: int | None = None,
+        page_rows: int = 0,
     ) -> CaptureBatch:
         """A batch from plain lists (columns a source does not report stay null)."""
         columns = {
@@ -118,7 +118,7 @@ class CaptureBatch(Batch):
                 for name, values in columns.items()
             ]
         )
-        return cls(source, frame, page, size if page_rows is None else page_rows)
+        return cls(source, frame, page, page_rows)
 
     @property
     def urls(self) -> list[str | None]:

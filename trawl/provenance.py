@@ -120,3 +120,12 @@ class Provenance:
             self.first_run if self.first_run != "" else run,
             run,
         )
+
+
+def split_set(text: str | None) -> set[str]:
+    """Comma-joined set text (as SQL stores keep it) -> set."""
+    return set(text.split(",")) if text else set()
+
+
+def join_set(values: set[str]) -> str:
+    return ",".join(sorted(values))

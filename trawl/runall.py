@@ -28,7 +28,7 @@ from trawl.jobdir import RESUMABLE
 from trawl.outcome import COMPLETE, SKIPPED_NO_KEY
 from trawl.ratelimits import format_duration, parse_rate
 from trawl.spiders.base import COMMON_ARGUMENTS, FILTER_ARGUMENTS
-from trawl.store import store_factories, uri_scheme
+from trawl.stores.registry import store_class
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler, CrawlerProcess
@@ -184,9 +184,7 @@ def export_from_store(
     uri = (settings.get("STORE_URI") or "").strip()
     if not uri:
         raise TrawlUsageError("-o with 'all' exports from the store: set STORE_URI")
-    reader = getattr(store_factories(pm).get(uri_scheme(uri)), "read_runs", None)
-    if reader is None:
-        raise TrawlUsageError(f"the {uri_scheme(uri)!r} store cannot be read back for -o")
+    reader: Any = store_class(uri, pm, needs=("read",))
     run_ids = [r.stat("trawl/run_id", None) for r in runs]
     run_ids = [run_id for run_id in run_ids if run_id]
     exporters = settings.getdict("FEED_EXPORTERS")
@@ -198,7 +196,7 @@ def export_from_store(
         with open(path, "wb" if options.get("overwrite") else "ab") as file:
             exporter = load_object(exporters[fmt])(file)
             exporter.start_exporting()
-            for batch in reader(uri, run_ids):
+            for batch in reader.read_runs(uri, run_ids, settings):
                 exporter.export_item(batch)
                 written += len(batch)
             exporter.finish_exporting()

@@ -20,7 +20,7 @@ from trawl.middlewares.proxies import read_proxy_list
 from trawl.outcome import COMPLETE
 from trawl.pluginmanager import plugin_manager_from_settings
 from trawl.runall import ALL, export_from_store, start_all, summary_table, use_trawl_jobdir
-from trawl.store import check_store_uri
+from trawl.stores.registry import check_store_uri
 
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 1
@@ -48,7 +48,7 @@ class Command(ScrapyCrawlCommand):
                 check(self.settings, opts.spargs)
             uri = str(self.settings.get("STORE_URI") or "").strip()
             if uri:  # a bad STORE_URI would otherwise fail inside the reactor, with a traceback
-                check_store_uri(uri, plugin_manager_from_settings(self.settings))
+                check_store_uri(uri, plugin_manager_from_settings(self.settings), self._store_needs())
             read_proxy_list(self.settings)  # a socks5 proxy: one line, not a traceback
         except TrawlError as exc:
             self._fail(str(exc))
@@ -71,7 +71,7 @@ class Command(ScrapyCrawlCommand):
         try:
             uri = str(self.settings.get("STORE_URI") or "").strip()
             if uri:
-                check_store_uri(uri, self._plugins())
+                check_store_uri(uri, self._plugins(), self._store_needs(exports=bool(feeds)))
             read_proxy_list(self.settings)
             runs = start_all(self.crawler_process, self.settings, opts.spargs)
         except TrawlError as exc:
@@ -87,6 +87,12 @@ class Command(ScrapyCrawlCommand):
         print(summary_table(runs, self.settings, check_only))
         if self.crawler_process.bootstrap_failed or not all(run.ok for run in runs):
             self.exitcode = EXIT_INCOMPLETE
+
+    def _store_needs(self, exports: bool = False) -> tuple[str, ...]:
+        """The store capabilities this run relies on (resume for JOBDIR, read for ``all -o``)."""
+        assert self.settings is not None
+        needs = ("resume",) if self.settings.get("JOBDIR") else ()
+        return (*needs, "read") if exports else needs
 
     def _plugins(self):  # type: ignore[no-untyped-def]
         assert self.settings is not None

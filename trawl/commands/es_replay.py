@@ -20,7 +20,7 @@ from scrapy.commands import ScrapyCommand
 
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.plugins.elasticsearch_store import dead_letter_path, replay_dead_letters
-from trawl.store import uri_scheme
+from trawl.stores.registry import uri_scheme
 
 
 class Command(ScrapyCommand):

@@ -150,8 +150,8 @@ def write_records(out: TextIO, records: Iterable[UrlRecord], fmt: str) -> int:
         writer.writerow(CSV_FIELDS)
         for r in records:
             writer.writerow(
-                (r.url, r.host, r.sources.replace(",", "|"), r.first_seen or "", r.last_seen or "",
-                 r.captures, r.statuses.replace(",", "|"), r.mimes.replace(",", "|"))
+                (r.url, r.host, "|".join(r.sources), r.first_seen or "", r.last_seen or "",
+                 r.captures, "|".join(r.statuses), "|".join(r.mimes))
             )  # fmt: skip
             count += 1
     else:
@@ -164,7 +164,14 @@ def _table(out: TextIO, records: Iterable[UrlRecord]) -> int:
     width = shutil.get_terminal_size((120, 24)).columns
     header = ("URL", "CAPTURES", "FIRST", "LAST", "STATUS", "SOURCES")
     rows = [
-        (r.url, str(r.captures), _day(r.first_seen), _day(r.last_seen), r.statuses, r.sources)
+        (
+            r.url,
+            str(r.captures),
+            _day(r.first_seen),
+            _day(r.last_seen),
+            ",".join(r.statuses),
+            ",".join(r.sources),
+        )
         for r in records
     ]
     if not rows:

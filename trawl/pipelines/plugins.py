@@ -1,31 +1,39 @@
-"""The one Scrapy item pipeline: runs a batch through the plugin hooks.
+"""The one Scrapy item pipeline: runs a batch through the plugin hooks into the store.
 
-normalize -> filter -> dedup -> store, each a pluggy hook, each called once per
-batch. What comes out is a :class:`~trawl.items.UrlBatch` of the URLs this run
-had not passed on yet, which the feed exporters flatten to one line per URL.
-Items that are not capture batches pass through untouched.
+normalize -> filter -> dedup, each a pluggy hook called once per batch, then
+the store that ``STORE_URI`` names (a class registered with
+``trawl_register_stores``, implementing :mod:`trawl.stores.contract`). What
+comes out is the :class:`~trawl.items.UrlBatch` with the store's merged
+provenance, ``new`` and ``repeat`` columns, which the feed exporters flatten
+to one line per URL. Items that are not batches pass through untouched;
+batches of a kind no hook transforms go to the store as they are.
 
-Store writes run on the reactor thread. Handing them to a worker thread was
-measured slower (1M captures: 22.6 s against 18.3 s): sqlite3 takes the GIL
-back for every row of ``executemany``, and each hand-over waits on the
-parsing thread.
+Store writes run on the reactor thread, or are awaited when the store is an
+:class:`~trawl.stores.contract.AsyncWritingStore`. Handing SQLite writes to a
+worker thread was measured slower (1M captures: 22.6 s against 18.3 s):
+sqlite3 takes the GIL back for every row of ``executemany``.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 import uuid
+from functools import reduce
 from typing import TYPE_CHECKING
 
+import polars as pl
 from scrapy.exceptions import DropItem
 from scrapy.utils.defer import deferred_from_coro
 
 from trawl.context import RunContext
-from trawl.items import CaptureBatch, UrlBatch
+from trawl.errors import TrawlUsageError
+from trawl.items import Batch, Mask, UrlBatch
 from trawl.jobdir import RESUMABLE, mark_finished, run_id_for
 from trawl.outcome import COMPLETE, run_outcome
 from trawl.pluginmanager import plugin_manager_from_settings
+from trawl.seen import SeenUrls
+from trawl.stores.contract import AsyncWritingStore, ResumableStore, WritingStore
+from trawl.stores.registry import create_store
 
 logger = logging.getLogger(__name__)
 
@@ -36,12 +44,14 @@ if TYPE_CHECKING:
 
 
 class PluginPipeline:
-    """Drives a pluggy PluginManager (project ``trawl``) over batch items."""
+    """Drives a pluggy PluginManager (project ``trawl``) over batch items, then the store."""
 
     def __init__(self, crawler: Crawler, plugins: pluggy.PluginManager) -> None:
         self.crawler = crawler
         self.plugins = plugins
         self.context: RunContext | None = None
+        self.store: WritingStore | None = None
+        self.seen: SeenUrls | None = None
         self.store_failed = False
         self.jobdir: str | None = None
 
@@ -61,12 +71,27 @@ class PluginPipeline:
         self.context = RunContext(crawler=self.crawler, spider=spider, run_id=run_id, plugins=self.plugins)
         self.crawler.stats.set_value("trawl/run_id", run_id)
         spider.run_context = self.context  # the spider reads done pages from it (resume)
-        hook = self.plugins.hook
-        hook.trawl_open(context=self.context)
+        self.plugins.hook.trawl_open(context=self.context)
         try:
-            hook.trawl_store_open(context=self.context)
+            self._open_store(self.context)
         except Exception as exc:  # noqa: BLE001 - any store failure ends the run in one line
             self._fail_store("cannot open the store", exc)
+
+    def _open_store(self, context: RunContext) -> None:
+        uri = (context.settings.get("STORE_URI") or "").strip()
+        if not uri:
+            self.seen = SeenUrls()  # storing switched off: exports only
+            return
+        store = create_store(uri, context, self.plugins)
+        if self.jobdir and not isinstance(store, ResumableStore):
+            raise TrawlUsageError(
+                f"the store {type(store).__name__} keeps no page ledger: JOBDIR cannot resume"
+            )
+        store.open()
+        self.store = context.store = store
+        if self.jobdir:
+            # Pages this run stored before it was stopped: a resumed crawl skips them.
+            context.done_pages = store.done_pages(context.source)  # type: ignore[attr-defined]
 
     def close_spider(self, spider: Spider | None = None) -> None:
         context = self.context
@@ -75,44 +100,58 @@ class PluginPipeline:
         reason = self.crawler.stats.get_value("finish_reason") or "finished"
         if self.jobdir and run_outcome(self.crawler.stats.get_stats(), reason) == COMPLETE:
             mark_finished(self.jobdir, context.source, context.run_id)
-        hook = self.plugins.hook
         try:
-            hook.trawl_store_close(context=context, reason=reason)
+            if self.store is not None:
+                self.store.close(reason)
         finally:
-            hook.trawl_close(context=context, reason=reason)
+            self.store = context.store = None
+            self.plugins.hook.trawl_close(context=context, reason=reason)
             self.context = None
 
     async def process_item(self, item: object, spider: Spider | None = None) -> object:
-        if not isinstance(item, CaptureBatch):
+        if not isinstance(item, Batch):
             return item
         context = self.context
         assert context is not None
         stats = context.stats
         hook = self.plugins.hook
-        stats.inc_value("trawl/captures", len(item.urls))
+        if item.kind == "capture":
+            stats.inc_value("trawl/captures", len(item))
         hook.trawl_normalize_batch(batch=item, context=context)
-        keep = _combine(hook.trawl_filter_batch(batch=item, context=context), len(item.urls))
+        keep = _combine(hook.trawl_filter_batch(batch=item, context=context))
         if keep is not None:
             item.select(keep)
-        urls: UrlBatch | None = hook.trawl_dedup_batch(batch=item, context=context)
-        if urls is None:
-            raise DropItem("no dedup plugin is enabled")
+        deduped: Batch | None = hook.trawl_dedup_batch(batch=item, context=context)
+        batch = item if deduped is None else deduped
         if self.store_failed:
             raise DropItem("the store failed earlier in this run")
         try:
-            # A store may answer with an awaitable (the Elasticsearch store's async
-            # client): the reactor goes on with other pages meanwhile.
-            results = [
-                await result if inspect.isawaitable(result) else result
-                for result in hook.trawl_store_write_batch(batch=urls, context=context)
-            ]
+            new = await self._store(batch)
         except Exception as exc:  # noqa: BLE001
-            self._fail_store(f"cannot write {len(urls)} URLs of {item.source} {item.page}", exc)
+            self._fail_store(f"cannot write {len(batch)} records of {item.source} {item.page}", exc)
             raise DropItem("not stored") from None
-        new = sum(n for n in results if n)
-        stats.inc_value("trawl/urls_new", new)
-        stats.inc_value("trawl/urls_unique", len(urls.urls) - len(urls.repeats))
-        return urls
+        if isinstance(batch, UrlBatch):
+            repeats = int(batch.frame.get_column("repeat").sum())
+            if repeats:
+                stats.inc_value("trawl/duplicates", repeats)
+            stats.inc_value("trawl/urls_new", new)
+            stats.inc_value("trawl/urls_unique", len(batch) - repeats)
+        return batch
+
+    async def _store(self, batch: Batch) -> int:
+        store = self.store
+        if store is None:
+            if isinstance(batch, UrlBatch) and self.seen is not None:
+                seen = self.seen.add(batch.frame.get_column("url"))
+                batch.frame = batch.frame.with_columns(seen.alias("repeat"), (~seen).alias("new"))
+                return 0
+            return 0
+        if batch.kind not in store.kinds:
+            return 0
+        if isinstance(store, AsyncWritingStore):
+            # The reactor goes on with other pages while a cluster answers.
+            return await store.write_batch_async(batch)
+        return store.write_batch(batch)
 
     def _fail_store(self, what: str, exc: Exception) -> None:
         """One error line, then stop: pages fetched past this point would be lost.
@@ -129,11 +168,11 @@ class PluginPipeline:
             deferred_from_coro(engine.close_spider_async(reason="store_error"))
 
 
-def _combine(masks: list[list[bool] | None], size: int) -> list[bool] | None:
-    """AND the keep-flags of every filter; ``None`` when no filter dropped anything."""
-    masks = [m for m in masks if m is not None]
-    if not masks:
+def _combine(masks: list[Mask | None]) -> Mask | None:
+    """AND the keep-masks of every filter; ``None`` when no filter dropped anything."""
+    present = [m for m in masks if m is not None]
+    if not present:
         return None
-    if len(masks) == 1:
-        return masks[0]
-    return [all(flags) for flags in zip(*masks, strict=True)]
+    if any(isinstance(m, pl.Expr) for m in present):
+        present = [m if isinstance(m, pl.Expr) else pl.lit(m) for m in present]
+    return reduce(lambda a, b: a & b, present)

@@ -1,27 +1,38 @@
-"""Rewrites every URL of a batch to its canonical form (see trawl.canonical).
+"""Rewrites every URL of a capture batch to its canonical form (see trawl.canonical).
 
-It also fills ``batch.hosts``: the host falls out of the parse, and the scope
-filter and dedup need it for every row.
+It also adds the ``host`` column (the host falls out of the parse; scope and
+dedup need it for every row) and cleans the status and mime columns: a comma,
+quote, backslash or control character in them would break the stores' set
+columns and the one-record-per-line exports.
 """
 
 from __future__ import annotations
 
-from trawl.canonical import canonicalize_with_host
+import polars as pl
+
+from trawl.canonical import canonicalize_many
 from trawl.context import RunContext
-from trawl.items import CaptureBatch
+from trawl.items import Batch
 from trawl.pluginmanager import hookimpl
 
-_INVALID = (None, "")
+_UNSAFE = r'[,"\\\x00-\x1f\x7f]'
 
 
 @hookimpl(tryfirst=True)
-def trawl_normalize_batch(batch: CaptureBatch, context: RunContext) -> None:
-    urls = batch.urls
-    if not urls:
-        batch.hosts = []
+def trawl_normalize_batch(batch: Batch, context: RunContext) -> None:
+    if batch.kind != "capture":
         return
+    frame = batch.frame
+    raw = frame.get_column("url")
     # Archives repeat a URL once per capture: canonicalize each distinct string
-    # once, then map every row through the table (C-level loops, no per-row frames).
-    table = {url: canonicalize_with_host(url) or _INVALID for url in set(urls)}
-    canonical, hosts = zip(*map(table.__getitem__, urls), strict=True)
-    batch.urls, batch.hosts = list(canonical), list(hosts)
+    # once, then map every row through the table in Rust.
+    uniques = raw.unique()
+    canonical, hosts = canonicalize_many(uniques.to_list())
+    urls = raw.replace_strict(uniques, pl.Series(canonical, dtype=pl.String), return_dtype=pl.String)
+    host = raw.replace_strict(uniques, pl.Series(hosts, dtype=pl.String), return_dtype=pl.String)
+    batch.frame = frame.with_columns(
+        urls.alias("url"),
+        host.alias("host"),
+        pl.col("status").str.replace_all(_UNSAFE, ""),
+        pl.col("mime").str.replace_all(_UNSAFE, ""),
+    )

@@ -3,38 +3,39 @@
 ``notexample.com`` is not ``example.com``; neither is ``example.com.evil.net``.
 Sources report such neighbours (URLScan results that merely contacted the
 domain, substring matches, VirusTotal siblings), so scope is checked on every
-record, whatever the source.
+record, whatever the source: once per distinct host, then mapped over the rows.
 """
 
 from __future__ import annotations
 
-from trawl.canonical import host_of
+import polars as pl
+
 from trawl.context import RunContext
-from trawl.items import CaptureBatch
+from trawl.items import Batch
 from trawl.pluginmanager import hookimpl
 
 
 @hookimpl
-def trawl_filter_batch(batch: CaptureBatch, context: RunContext) -> list[bool] | None:
+def trawl_filter_batch(batch: Batch, context: RunContext) -> pl.Series | None:
+    if batch.kind != "capture":
+        return None
+    frame = batch.frame
+    hosts = frame.get_column("host")
     target = context.target
-    hosts = batch.hosts
-    if hosts is None:  # a normalizer that does not fill hosts replaced ours
-        hosts = [host_of(u) if u else "" for u in batch.urls]
-    verdicts: dict[str, bool] = {"": False}
     if target is None:
-        keep = [bool(u) for u in batch.urls]
+        keep = hosts.is_not_null()
     else:
-        in_scope = target.in_scope
-        for host in set(hosts):
-            if host:
-                verdicts[host] = in_scope(host)
-        keep = [verdicts[h] for h in hosts]
-    dropped = keep.count(False)
+        uniques = hosts.drop_nulls().unique()
+        verdicts = [target.in_scope(h) for h in uniques.to_list()]
+        keep = hosts.replace_strict(uniques, verdicts, default=False, return_dtype=pl.Boolean).fill_null(
+            False
+        )
+    dropped = len(keep) - keep.sum()
     if not dropped:
         return None
-    invalid = sum(1 for u in batch.urls if u is None)
+    invalid = frame.get_column("url").null_count()
     if invalid:
         context.stats.inc_value("trawl/filtered/invalid_url", invalid)
     if dropped - invalid:
-        context.stats.inc_value("trawl/filtered/out_of_scope", dropped - invalid)
+        context.stats.inc_value("trawl/filtered/out_of_scope", int(dropped - invalid))
     return keep

@@ -142,7 +142,7 @@ class SourceSpider(scrapy.Spider):
         context = getattr(self, "run_context", None)
         if context is None:
             return None
-        rows = context.state.get("done_pages", {}).get(key)
+        rows = context.done_pages.get(key)
         if rows is not None:
             self.crawler.stats.inc_value("trawl/pages_resumed")
         return rows

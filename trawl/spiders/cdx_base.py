@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 from urllib.parse import urlencode
 
+import polars as pl
 import scrapy
 from scrapy.http import Response
 
@@ -350,19 +351,14 @@ class CdxSpider(SourceSpider):
             endpoint.dialect = parsed.dialect
 
     def _batch(self, parsed: ParsedPage, index: int, page: int) -> CaptureBatch:
-        columns = parsed.columns
-        statuses = columns.get("statuses")
-        if statuses is not None and "-" in statuses:
-            # Revisit records carry "-": no status of their own.
-            statuses = ["" if s == "-" else s for s in statuses]
-        return CaptureBatch(
-            source=self.name,
-            urls=columns.get("urls", []),
-            timestamps=columns.get("timestamps"),
-            statuses=statuses,
-            mimes=columns.get("mimes"),
-            digests=columns.get("digests"),
-            lengths=columns.get("lengths"),
-            page=self.page_key(index, page),
-            page_rows=parsed.rows + parsed.bad_lines,
+        frame = parsed.frame
+        if frame.width == 0:
+            frame = CaptureBatch.empty_frame()
+        missing = [c for c in CaptureBatch.SCHEMA if c not in frame.columns]
+        if missing:
+            frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias(c) for c in missing)
+        # Revisit records carry "-": no status of their own.
+        frame = frame.select(list(CaptureBatch.SCHEMA)).with_columns(
+            pl.when(pl.col("status") == "-").then(pl.lit("")).otherwise(pl.col("status")).alias("status")
         )
+        return CaptureBatch(self.name, frame, self.page_key(index, page), parsed.rows + parsed.bad_lines)

@@ -194,7 +194,7 @@ class GhostarchiveSpider(SourceSpider):
             if self.check_only:
                 self._estimate(pages, selector, page)
                 return
-        yield CaptureBatch(source=self.name, urls=[url for _, url in links], page=f"page={page}")
+        yield CaptureBatch.from_columns(source=self.name, urls=[url for _, url in links], page=f"page={page}")
         following = next_page(selector, page)
         if following is None:
             return

@@ -357,4 +357,4 @@ class IntelxSpider(SourceSpider):
                 masked,
                 MASK_CHARACTER,
             )
-        return CaptureBatch(source=self.name, urls=urls, page=f"page={page}"), len(selectors)
+        return CaptureBatch.from_columns(source=self.name, urls=urls, page=f"page={page}"), len(selectors)

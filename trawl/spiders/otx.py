@@ -205,7 +205,7 @@ class OtxSpider(SourceSpider):
             self.logger.warning("%s: page %d: skipped %d entry(ies) without a URL", self.name, page, skipped)
         if not urls:
             return None
-        return CaptureBatch(
+        return CaptureBatch.from_columns(
             source=self.name,
             urls=urls,
             timestamps=timestamps,

@@ -422,7 +422,7 @@ class UrlscanSpider(SourceSpider):
                 add(f"http://{ptr}", timestamp)
         if not urls:
             return None
-        return CaptureBatch(
+        return CaptureBatch.from_columns(
             source=self.name,
             urls=urls,
             timestamps=timestamps,

@@ -207,7 +207,7 @@ class VirustotalSpider(SourceSpider):
             self.target.domain,
         )
         if urls:
-            yield CaptureBatch(source=self.name, urls=urls, timestamps=stamps, page="report")
+            yield CaptureBatch.from_columns(source=self.name, urls=urls, timestamps=stamps, page="report")
 
     # --- refusals --------------------------------------------------------------------------
 

@@ -34,7 +34,6 @@ from collections.abc import Awaitable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from trawl.context import RunContext
     from trawl.items import Batch, UrlBatch, UrlRecord
     from trawl.query import Node
 

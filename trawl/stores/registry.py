@@ -35,7 +35,9 @@ def store_classes(pm: pluggy.PluginManager) -> dict[str, type[WritingStore]]:
     return classes
 
 
-def store_class(uri: str, pm: pluggy.PluginManager, needs: tuple[str, ...] = ("write",)) -> type[WritingStore]:
+def store_class(
+    uri: str, pm: pluggy.PluginManager, needs: tuple[str, ...] = ("write",)
+) -> type[WritingStore]:
     """The class ``uri`` names, checked for the capabilities ``needs``; else one-line ``TrawlUsageError``."""
     scheme = uri_scheme(uri)
     classes = store_classes(pm)
