@@ -216,7 +216,7 @@ def batches() -> list[UrlBatch]:
             by_source.setdefault(row.source, []).append(row)
         for source, group in by_source.items():
             out.append(
-                UrlBatch(
+                UrlBatch.from_columns(
                     source=source,
                     urls=[r.url for r in group],
                     hosts=[url_fields(r.url)["domain"] for r in group],  # type: ignore[misc]
@@ -312,16 +312,7 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace
 
 
 def _copy(batch: UrlBatch) -> UrlBatch:
-    return UrlBatch(
-        source=batch.source,
-        urls=list(batch.urls),
-        hosts=list(batch.hosts),
-        first_seen=list(batch.first_seen),
-        last_seen=list(batch.last_seen),
-        captures=list(batch.captures),
-        statuses=list(batch.statuses),
-        mimes=list(batch.mimes),
-    )
+    return UrlBatch(batch.source, batch.frame.clone(), batch.page, batch.page_rows)
 
 
 # --------------------------------------------------------------------------------------
