@@ -6,22 +6,17 @@ filter and dedup need it for every row.
 
 from __future__ import annotations
 
-from trawl.canonical import canonicalize_with_host
+from trawl.canonical import canonicalize_many
 from trawl.context import RunContext
 from trawl.items import CaptureBatch
 from trawl.pluginmanager import hookimpl
 
-_INVALID = (None, "")
-
 
 @hookimpl(tryfirst=True)
 def trawl_normalize_batch(batch: CaptureBatch, context: RunContext) -> None:
-    urls = batch.urls
-    if not urls:
-        batch.hosts = []
-        return
-    # Archives repeat a URL once per capture: canonicalize each distinct string
-    # once, then map every row through the table (C-level loops, no per-row frames).
-    table = {url: canonicalize_with_host(url) or _INVALID for url in set(urls)}
-    canonical, hosts = zip(*map(table.__getitem__, urls), strict=True)
-    batch.urls, batch.hosts = list(canonical), list(hosts)
+    # canonicalize_many parses each distinct string once (archives repeat a URL
+    # once per capture). Invalid rows keep url None; their host is "" because
+    # scope and dedup take hosts as strings.
+    urls, hosts = canonicalize_many(batch.urls)
+    batch.urls = urls
+    batch.hosts = [host or "" for host in hosts]
