@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from trawl.canonical import canonicalize_many
+from trawl.canonical import canonicalize_series
 from trawl.context import RunContext
 from trawl.items import Batch
 from trawl.pluginmanager import hookimpl
@@ -23,16 +23,12 @@ def trawl_normalize_batch(batch: Batch, context: RunContext) -> None:
     if batch.kind != "capture":
         return
     frame = batch.frame
-    raw = frame.get_column("url")
-    # Archives repeat a URL once per capture: canonicalize each distinct string
-    # once, then map every row through the table in Rust.
-    uniques = raw.unique()
-    canonical, hosts = canonicalize_many(uniques.to_list())
-    urls = raw.replace_strict(uniques, pl.Series(canonical, dtype=pl.String), return_dtype=pl.String)
-    host = raw.replace_strict(uniques, pl.Series(hosts, dtype=pl.String), return_dtype=pl.String)
+    # Archives repeat a URL once per capture: each distinct string is
+    # canonicalized once, and a join maps the rows back.
+    canonical = canonicalize_series(frame.get_column("url"))
     batch.frame = frame.with_columns(
-        urls.alias("url"),
-        host.alias("host"),
+        canonical.get_column("url"),
+        canonical.get_column("host"),
         pl.col("status").str.replace_all(_UNSAFE, ""),
         pl.col("mime").str.replace_all(_UNSAFE, ""),
     )
