@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from scrapy import Spider
 
-from trawl.pluginmanager import hookimpl
+from trawl import hookimpl
 from trawl.spiders.wayback import WaybackSpider
 
 

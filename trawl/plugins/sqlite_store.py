@@ -21,10 +21,10 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 
+from trawl import hookimpl
 from trawl.context import RunContext
 from trawl.errors import StoreError, TrawlUsageError
 from trawl.items import UrlBatch
-from trawl.pluginmanager import hookimpl
 from trawl.provenance import (
     add_run_count,
     dumps_counts,
