@@ -1,4 +1,4 @@
-"""Scrapy settings for trawl. Every setting is documented in README.md.
+"""Scrapy settings for trawl. Every setting is documented in docs/settings.md.
 
 Override any of them with ``-s NAME=value`` or in a project's own settings.
 """
