@@ -2,17 +2,52 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from scrapy.crawler import Crawler
+from scrapy.settings import Settings
 
-from tests.conftest import CrawlResult, crawl_args, run_scrapy
+import trawl
+from tests.conftest import FAST, ROOT, CrawlResult, assert_no_traceback, crawl_args, run_scrapy
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
+from trawl.errors import TrawlUsageError
+from trawl.pipelines.plugins import PluginPipeline
+from trawl.pluginmanager import (
+    DEFAULT_PLUGINS,
+    ESSENTIAL_PLUGINS,
+    build_plugin_manager,
+    builtin_name,
+    plugin_manager_from_settings,
+)
+from trawl.spiderloader import PluginSpiderLoader
+from trawl.spiders.wayback import WaybackSpider
 
 PLUGIN_SOURCE = Path(__file__).parent / "plugins" / "trawl-drop-keyword"
+BUILTINS = sorted(builtin_name(path) for path in DEFAULT_PLUGINS)
+SOURCES = ["commoncrawl", "ghostarchive", "intelx", "otx", "urlscan", "virustotal", "wayback"]
+#: What an install of trawl from before the built-ins were registered in code left
+#: in its metadata; it stays in site-packages until trawl is reinstalled.
+STALE_ENTRY_POINTS = """\
+[scrapy.commands]
+es-replay = trawl.commands.es_replay:Command
+kibana-setup = trawl.commands.kibana_setup:Command
+
+[trawl]
+dedup = trawl.plugins.dedup
+elasticsearch_store = trawl.plugins.elasticsearch_store
+normalizer = trawl.plugins.normalizer
+scope = trawl.plugins.scope
+sources = trawl.plugins.sources
+sqlite_store = trawl.plugins.sqlite_store
+store = trawl.plugins.store
+url_filter = trawl.plugins.url_filter
+old_plugin = trawl.plugins.removed_since
+"""
 URLS = [
     "http://example.com/",
     "http://example.com/private/report",
@@ -95,7 +130,6 @@ def test_plugins_command_lists_builtins_and_third_party(workdir: Path, plugin_pa
         "scope",
         "url_filter",
         "dedup",
-        "store",
         "sqlite_store",
         "sources",
         "drop_keyword",
@@ -113,3 +147,262 @@ def test_plugin_module_from_settings(workdir: Path, server: FakeCdxServer, tmp_p
         workdir, server, env={"PYTHONPATH": str(module_dir)}, TRAWL_PLUGINS='{"trawl_drop_keyword": true}'
     )
     assert "http://example.com/private/report" not in set(result.lines("urls.txt"))
+
+
+def fake_distribution(root: Path, name: str, entry_points: str) -> Path:
+    """An installed distribution's metadata and nothing else, as pip leaves it."""
+    info = root / f"{name}-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1.0\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    return root
+
+
+def usage_errors(result: CrawlResult) -> list[str]:
+    return [line for line in result.stderr.splitlines() if line.startswith("trawl: error:")]
+
+
+def assert_refused(result: CrawlResult, *expected: str) -> str:
+    """Exit status 2, one error line containing every ``expected``, nothing started."""
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert_no_traceback(result)
+    errors = usage_errors(result)
+    assert len(errors) == 1, result.stderr[-2000:]
+    for text in expected:
+        assert text in errors[0]
+    assert "Spider opened" not in result.stderr
+    assert not (result.workdir / "trawl.db").exists()
+    return errors[0]
+
+
+# --- essential plugins, unknown names, bad modules: one line, exit 2 ---------------------
+
+
+@pytest.mark.parametrize("name", sorted(ESSENTIAL_PLUGINS))
+def test_an_essential_plugin_cannot_be_disabled(workdir: Path, server: FakeCdxServer, name: str) -> None:
+    result = crawl(workdir, server, TRAWL_PLUGINS_DISABLED=name)
+    line = assert_refused(result)
+    assert line == (
+        f"trawl: error: TRAWL_PLUGINS_DISABLED: {name} cannot be disabled"
+        " (essential: dedup, normalizer, store)"
+    )
+    assert server.requests == []
+
+
+def test_the_exact_command_from_the_bug_report(workdir: Path) -> None:
+    # no server at all: the refusal must come before any request is even built
+    result = run_scrapy(
+        workdir, "crawl", "wayback", "-a", "domain=example.com", "-s", "TRAWL_PLUGINS_DISABLED=dedup"
+    )
+    assert_refused(result, "dedup cannot be disabled", "(essential: dedup, normalizer, store)")
+
+
+def test_crawl_all_refuses_an_essential_plugin_too(workdir: Path, server: FakeCdxServer) -> None:
+    args = crawl_args("all", "example.com", {"TRAWL_PLUGINS_DISABLED": "url_filter,store"})
+    result = run_scrapy(workdir, *args)
+    assert_refused(result, "TRAWL_PLUGINS_DISABLED: store cannot be disabled")
+    assert "source" not in result.stdout  # no summary table: nothing ran
+
+
+def test_an_unknown_disabled_name_is_refused_naming_the_known_ones(
+    workdir: Path, server: FakeCdxServer
+) -> None:
+    result = crawl(workdir, server, TRAWL_PLUGINS_DISABLED='["url_filtr"]')
+    line = assert_refused(result, "TRAWL_PLUGINS_DISABLED names no plugin: url_filtr")
+    assert line.endswith(f"(known: {', '.join(BUILTINS)})")
+    assert server.requests == []
+
+
+def test_an_unknown_disabled_name_is_refused_by_crawl_all(workdir: Path) -> None:
+    result = run_scrapy(workdir, *crawl_args("all", "example.com", {"TRAWL_PLUGINS_DISABLED": "nope"}))
+    assert_refused(result, "names no plugin: nope", "known: dedup,")
+
+
+def test_a_plugin_module_that_cannot_be_imported_is_one_line(workdir: Path, server: FakeCdxServer) -> None:
+    result = crawl(workdir, server, TRAWL_PLUGINS='{"no.such.mod": true}')
+    line = assert_refused(result)
+    assert line == "trawl: error: cannot import plugin 'no.such.mod' from TRAWL_PLUGINS: No module named 'no'"
+
+
+def test_trawl_plugins_that_is_not_json_is_one_line(workdir: Path, server: FakeCdxServer) -> None:
+    result = crawl(workdir, server, TRAWL_PLUGINS='{"no.such.mod": tru')
+    assert_refused(result, "TRAWL_PLUGINS is not valid JSON")
+
+
+def test_scrapy_list_reports_a_bad_plugin_setting(workdir: Path) -> None:
+    result = run_scrapy(workdir, "list", "-s", "TRAWL_PLUGINS_DISABLED=normalizer")
+    assert result.returncode == 2
+    assert usage_errors(result) == [
+        "trawl: error: TRAWL_PLUGINS_DISABLED: normalizer cannot be disabled"
+        " (essential: dedup, normalizer, store)"
+    ]
+    assert result.stdout == ""
+
+
+def test_scrapy_plugins_reports_a_bad_plugin_setting(workdir: Path) -> None:
+    result = run_scrapy(workdir, "plugins", "-s", "TRAWL_PLUGINS_DISABLED=nope")
+    assert result.returncode == 2
+    assert_no_traceback(result)
+    assert len(usage_errors(result)) == 1 and "names no plugin: nope" in usage_errors(result)[0]
+
+
+# --- built-ins registered in code; entry points only for third parties -------------------
+
+
+def test_the_essential_set_names_built_in_plugins() -> None:
+    assert ESSENTIAL_PLUGINS <= set(BUILTINS)
+
+
+def test_scrapy_plugins_lists_each_built_in_once(workdir: Path) -> None:
+    result = run_scrapy(workdir, "plugins")
+    assert result.returncode == 0, result.stderr[-2000:]
+    names = [line.split()[0] for line in result.stdout.splitlines()]
+    assert names == BUILTINS
+    essential = {line.split()[0] for line in result.stdout.splitlines() if line.endswith("(essential)")}
+    assert essential == ESSENTIAL_PLUGINS
+
+
+def test_stale_entry_points_of_an_old_install_change_nothing(
+    workdir: Path, server: FakeCdxServer, tmp_path: Path
+) -> None:
+    # A metadata copy that shadows the installed one (first on sys.path), as a
+    # site-packages that was not reinstalled after the entry points left pyproject.toml.
+    stale = fake_distribution(tmp_path / "stale", "trawl", STALE_ENTRY_POINTS)
+    env = {"PYTHONPATH": f"{stale}{os.pathsep}{ROOT}"}
+    listed = run_scrapy(workdir, "plugins", env=env)
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    assert [line.split()[0] for line in listed.stdout.splitlines()] == BUILTINS
+    result = crawl(workdir, server, env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert set(result.lines("urls.txt")) == {"http://example.com/", "http://example.com/private/report",
+                                             "http://example.com/public/"}  # fmt: skip
+    assert len(result.stored()) == 3
+    assert "DropItem" not in result.stderr and "Dropped:" not in result.stderr
+
+
+def test_stale_entry_points_are_skipped_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(fake_distribution(tmp_path, "trawl", STALE_ENTRY_POINTS)))
+    pm = build_plugin_manager()
+    assert sorted(name for name, _ in pm.list_name_plugin()) == BUILTINS
+
+
+def test_a_module_registered_twice_is_registered_once() -> None:
+    pm = build_plugin_manager({"trawl.plugins.dedup": True, "trawl.plugins.scope": True})
+    names = [name for name, _ in pm.list_name_plugin()]
+    assert sorted(names) == BUILTINS
+    assert len(pm.hook.trawl_dedup_batch.get_hookimpls()) == 1
+
+
+def test_a_third_party_plugin_may_not_take_a_built_in_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(fake_distribution(tmp_path, "trawl-collide", "[trawl]\nscope = json\n")))
+    with pytest.raises(TrawlUsageError, match="two plugins are named 'scope': trawl.plugins.scope and json"):
+        build_plugin_manager()
+
+
+def test_the_example_plugin_loads_through_its_entry_point(workdir: Path, plugin_path: Path) -> None:
+    result = run_scrapy(workdir, "plugins", env={"PYTHONPATH": str(plugin_path)})
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = {line.split()[0]: line.split() for line in result.stdout.splitlines()}
+    assert sorted(lines) == sorted([*BUILTINS, "drop_keyword"])
+    assert lines["drop_keyword"][1:] == ["trawl_drop_keyword", "trawl_filter_batch"]
+
+
+def test_a_third_party_name_is_known_to_trawl_plugins_disabled(workdir: Path, plugin_path: Path) -> None:
+    env = {"PYTHONPATH": str(plugin_path)}
+    result = run_scrapy(workdir, "plugins", "-s", "TRAWL_PLUGINS_DISABLED=drop_keyword", env=env)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "drop_keyword         (disabled by TRAWL_PLUGINS_DISABLED)" in result.stdout.splitlines()
+    without = run_scrapy(workdir, "plugins", "-s", "TRAWL_PLUGINS_DISABLED=drop_keyword")
+    assert without.returncode == 2 and "names no plugin: drop_keyword" in without.stderr
+
+
+# --- sources come through the hook ---------------------------------------------------------
+
+
+def test_every_built_in_source_comes_through_the_hook() -> None:
+    pm = build_plugin_manager()
+    sources_plugin = pm.get_plugin("sources")
+    registered = sources_plugin.trawl_register_sources()
+    assert sorted(registered) == SOURCES
+    assert all(spidercls.name == name for name, spidercls in registered.items())
+    merged: dict[str, type] = {}
+    for result in pm.hook.trawl_register_sources():
+        merged.update(result)
+    assert merged == registered
+
+
+def test_the_loader_offers_the_hook_sources_and_all() -> None:
+    settings = Settings({"SPIDER_MODULES": [], "TRAWL_PLUGINS_DISABLED": []})
+    assert sorted(PluginSpiderLoader(settings).list()) == ["all", *SOURCES]
+    # without the sources plugin no built-in source is left: none comes from SPIDER_MODULES
+    settings = Settings({"SPIDER_MODULES": [], "TRAWL_PLUGINS_DISABLED": ["sources"]})
+    assert PluginSpiderLoader(settings).list() == ["all"]
+
+
+def test_scrapy_list_is_unchanged(workdir: Path) -> None:
+    result = run_scrapy(workdir, "list")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.splitlines() == ["all", *SOURCES]
+
+
+# --- one plugin manager per crawl -----------------------------------------------------------
+
+
+def test_copies_of_the_settings_share_one_manager() -> None:
+    settings = Settings({"TRAWL_PLUGINS": "{}", "TRAWL_PLUGINS_DISABLED": "scope"})
+    pm = plugin_manager_from_settings(settings)
+    assert plugin_manager_from_settings(settings.copy()) is pm
+    assert plugin_manager_from_settings(settings.frozencopy()) is pm  # what the spider loader gets
+    crawler = Crawler(WaybackSpider, settings)
+    assert PluginPipeline.from_crawler(crawler).plugins is pm
+    other = plugin_manager_from_settings(Settings({"TRAWL_PLUGINS_DISABLED": "url_filter"}))
+    assert other is not pm and other.has_plugin("scope") and not pm.has_plugin("scope")
+
+
+COUNT_BUILDS = """
+import sys
+import trawl.pluginmanager as pm
+builds = []
+build = pm.build_plugin_manager
+pm.build_plugin_manager = lambda *a, **k: builds.append(1) or build(*a, **k)
+from scrapy.cmdline import execute
+try:
+    execute(["scrapy", *sys.argv[1:]])
+finally:
+    sys.__stdout__.write(f"builds={len(builds)}\\n")
+"""
+
+
+@pytest.mark.parametrize("source", ["wayback", "all"])
+def test_a_crawl_builds_its_plugin_manager_once(workdir: Path, server: FakeCdxServer, source: str) -> None:
+    extra = ["-a", "sources=wayback"] if source == "all" else []
+    args = crawl_args(source, "example.com", {"WAYBACK_BASE_URL": server.base_url, **FAST}, *extra)
+    proc = subprocess.run(
+        [sys.executable, "-c", COUNT_BUILDS, *args],
+        cwd=workdir,
+        env=dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[-1] == "builds=1"
+    assert server.requests  # it did crawl
+
+
+# --- the marker -------------------------------------------------------------------------------
+
+
+def test_hookimpl_is_importable_from_trawl_without_scrapy() -> None:
+    from trawl.pluginmanager import hookimpl
+
+    assert trawl.hookimpl is hookimpl
+    code = (
+        "import sys, trawl; from trawl import hookimpl, hookspec;"
+        " print(sorted({m.split('.')[0] for m in sys.modules} & {'scrapy', 'polars', 'twisted'}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

@@ -1,15 +1,18 @@
 """The hooks a trawl plugin can implement. All of them, in one place.
 
 A plugin is a module (or any object) with functions decorated by
-``trawl.hookimpl`` and named after the specifications below, registered under
-the ``trawl`` entry-point group of its package::
+``trawl.hookimpl`` (``from trawl import hookimpl``) and named after the
+specifications below. A third-party package registers it under the ``trawl``
+entry-point group of its own ``pyproject.toml``::
 
     [project.entry-points.trawl]
     my_filter = "my_package.my_filter"
 
-trawl's own normalizer, filters, dedup and stores are registered the same way
-(see ``pyproject.toml``), so anything they do a third-party plugin can do,
-replace (``TRAWL_PLUGINS_DISABLED``) or extend.
+trawl's own normalizer, filters, dedup, stores and sources implement the same
+hooks and nothing else, so anything they do a third-party plugin can do,
+replace or extend; they are registered in code
+(``trawl.pluginmanager.DEFAULT_PLUGINS``), and the essential ones cannot be
+switched off. docs/plugins.md is the reference.
 
 Batch hooks receive whole batches (:mod:`trawl.items`): a polars
 ``DataFrame`` in ``batch.frame`` and a ``batch.kind`` (``"capture"``,
@@ -34,7 +37,10 @@ if TYPE_CHECKING:
     from trawl.items import Batch
     from trawl.stores.contract import WritingStore
 
+#: Both markers live here, next to the specifications, so that ``import trawl``
+#: (which re-exports them) costs pluggy and nothing else.
 hookspec = pluggy.HookspecMarker("trawl")
+hookimpl = pluggy.HookimplMarker("trawl")
 
 
 @hookspec

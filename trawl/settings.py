@@ -1,13 +1,14 @@
-"""Scrapy settings for trawl. Every setting is documented in README.md.
+"""Scrapy settings for trawl. Every setting is documented in docs/settings.md.
 
 Override any of them with ``-s NAME=value`` or in a project's own settings.
 """
 
 BOT_NAME = "trawl"
 
-SPIDER_MODULES = ["trawl.spiders"]
+# Sources come from plugins (trawl_register_sources), trawl's own included; a project
+# that adds spiders of its own lists their modules here.
+SPIDER_MODULES: list[str] = []
 NEWSPIDER_MODULE = "trawl.spiders"
-# Also offers the sources that plugins register (trawl_register_sources).
 SPIDER_LOADER_CLASS = "trawl.spiderloader.PluginSpiderLoader"
 COMMANDS_MODULE = "trawl.commands"
 

@@ -2,14 +2,16 @@
 
 Scrapy's own command validates nothing before the reactor starts and exits 0
 after a run that fetched nothing. This one checks the spider's arguments first
-(a bad domain is one line on stderr and exit status 2, no traceback) and exits
-1 unless every run completed (blocked, failed or partial runs are non-zero).
+(a bad domain, or a plugin setting the plugin manager refuses, is one line on
+stderr and exit status 2, no traceback) and exits 1 unless every run completed
+(blocked, failed or partial runs are non-zero).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
@@ -22,6 +24,9 @@ from trawl.pluginmanager import plugin_manager_from_settings
 from trawl.runall import ALL, export_from_store, start_all, summary_table, use_trawl_jobdir
 from trawl.stores.registry import check_store_uri
 
+if TYPE_CHECKING:
+    import pluggy
+
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 1
 
@@ -31,9 +36,15 @@ class Command(ScrapyCrawlCommand):
         if len(args) != 1:
             raise UsageError("give exactly one source to crawl, e.g. scrapy crawl wayback")
         assert self.crawler_process is not None
+        try:
+            # Before any crawler exists: the pipeline and the loader use this same manager.
+            plugins = self._plugins()
+        except TrawlError as exc:
+            self._fail(str(exc))
+            return
         name = args[0]
         if name == ALL:
-            self.run_all(opts)
+            self.run_all(opts, plugins)
             return
         loader = self.crawler_process.spider_loader
         try:
@@ -48,7 +59,7 @@ class Command(ScrapyCrawlCommand):
                 check(self.settings, opts.spargs)
             uri = str(self.settings.get("STORE_URI") or "").strip()
             if uri:  # a bad STORE_URI would otherwise fail inside the reactor, with a traceback
-                check_store_uri(uri, plugin_manager_from_settings(self.settings), self._store_needs())
+                check_store_uri(uri, plugins, self._store_needs())
             read_proxy_list(self.settings)  # a socks5 proxy: one line, not a traceback
         except TrawlError as exc:
             self._fail(str(exc))
@@ -64,14 +75,14 @@ class Command(ScrapyCrawlCommand):
         if outcome is not None and outcome != COMPLETE:
             self.exitcode = EXIT_INCOMPLETE
 
-    def run_all(self, opts: argparse.Namespace) -> None:
+    def run_all(self, opts: argparse.Namespace, plugins: pluggy.PluginManager) -> None:
         """``scrapy crawl all``: see :mod:`trawl.runall`."""
         assert self.crawler_process is not None and self.settings is not None
         feeds = dict(self.settings.getdict("FEEDS"))
         try:
             uri = str(self.settings.get("STORE_URI") or "").strip()
             if uri:
-                check_store_uri(uri, self._plugins(), self._store_needs(exports=bool(feeds)))
+                check_store_uri(uri, plugins, self._store_needs(exports=bool(feeds)))
             read_proxy_list(self.settings)
             runs = start_all(self.crawler_process, self.settings, opts.spargs)
         except TrawlError as exc:
@@ -80,7 +91,7 @@ class Command(ScrapyCrawlCommand):
         self.crawler_process.start()
         check_only = parse_bool("check_only", opts.spargs.get("check_only", False))
         try:
-            export_from_store(runs, {} if check_only else feeds, self.settings, self._plugins())
+            export_from_store(runs, {} if check_only else feeds, self.settings, plugins)
         except (TrawlError, OSError) as exc:
             sys.stderr.write(f"trawl: error: cannot write the exports: {exc}\n")
             self.exitcode = EXIT_INCOMPLETE
@@ -94,7 +105,8 @@ class Command(ScrapyCrawlCommand):
         needs = ("resume",) if self.settings.get("JOBDIR") else ()
         return (*needs, "read") if exports else needs
 
-    def _plugins(self):  # type: ignore[no-untyped-def]
+    def _plugins(self) -> pluggy.PluginManager:
+        """The crawl's plugin manager; raises ``TrawlUsageError`` for bad plugin settings."""
         assert self.settings is not None
         return plugin_manager_from_settings(self.settings)
 

@@ -2,19 +2,25 @@
 
 The first thing to check when a plugin does not seem to run: is it installed
 in this environment, and is it switched off by ``TRAWL_PLUGINS_DISABLED``?
+Essential built-ins are marked: they cannot be switched off.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 
 from scrapy.commands import ScrapyCommand
 
-from trawl.pluginmanager import plugin_manager_from_settings
+from trawl.errors import TrawlError
+from trawl.pluginmanager import ESSENTIAL_PLUGINS, plugin_manager_from_settings
+
+EXIT_USAGE = 2
 
 
 class Command(ScrapyCommand):
     requires_project = True
+    requires_crawler_process = False  # no spider loader needed: the manager alone answers
     default_settings = {"LOG_ENABLED": False}
 
     def short_desc(self) -> str:
@@ -22,11 +28,18 @@ class Command(ScrapyCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
-        plugins = plugin_manager_from_settings(self.settings)
-        disabled = set(self.settings.getlist("TRAWL_PLUGINS_DISABLED"))
+        try:
+            plugins = plugin_manager_from_settings(self.settings)
+        except TrawlError as exc:
+            sys.stderr.write(f"trawl: error: {exc}\n")
+            self.exitcode = EXIT_USAGE
+            return
         for name, plugin in sorted(plugins.list_name_plugin()):
+            if plugin is None:  # a blocked name: listed below
+                continue
             hooks = sorted(h.name for h in plugins.get_hookcallers(plugin) or [])
             where = getattr(plugin, "__name__", type(plugin).__name__)
-            print(f"{name:<16} {where:<32} {', '.join(hooks)}")
-        for name in sorted(disabled):
-            print(f"{name:<16} (disabled by TRAWL_PLUGINS_DISABLED)")
+            mark = " (essential)" if name in ESSENTIAL_PLUGINS else ""
+            print(f"{name:<20} {where:<36} {', '.join(hooks)}{mark}")
+        for name in sorted(n for n, plugin in plugins.list_name_plugin() if plugin is None):
+            print(f"{name:<20} (disabled by TRAWL_PLUGINS_DISABLED)")

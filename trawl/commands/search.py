@@ -39,6 +39,7 @@ CSV_FIELDS = ("url", "host", "sources", "first_seen", "last_seen", "captures", "
 
 class Command(ScrapyCommand):
     requires_project = True
+    requires_crawler_process = False  # reads a store: no spider loader, no crawler
     default_settings = {"LOG_ENABLED": False}
 
     def syntax(self) -> str:

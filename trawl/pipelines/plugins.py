@@ -57,6 +57,7 @@ class PluginPipeline:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PluginPipeline:
+        """Uses the process's manager for these plugin settings: the crawl command built it already."""
         return cls(crawler, plugin_manager_from_settings(crawler.settings))
 
     def open_spider(self, spider: Spider | None = None) -> None:

@@ -45,10 +45,10 @@ from urllib.parse import unquote, urlsplit
 
 import orjson
 
+from trawl import hookimpl
 from trawl.ecs import param_names, split_url, url_fields
 from trawl.errors import StoreError, TrawlUsageError
 from trawl.items import UrlBatch, UrlRecord
-from trawl.pluginmanager import hookimpl
 from trawl.provenance import add_run_count, join_set, max_ts, min_ts, split_set
 from trawl.secrets import register_secret
 
