@@ -184,7 +184,7 @@ def test_an_essential_plugin_cannot_be_disabled(workdir: Path, server: FakeCdxSe
     line = assert_refused(result)
     assert line == (
         f"trawl: error: TRAWL_PLUGINS_DISABLED: {name} cannot be disabled"
-        " (essential: dedup, normalizer, store)"
+        " (essential: dedup, normalizer)"
     )
     assert server.requests == []
 
@@ -194,7 +194,7 @@ def test_the_exact_command_from_the_bug_report(workdir: Path) -> None:
     result = run_scrapy(
         workdir, "crawl", "wayback", "-a", "domain=example.com", "-s", "TRAWL_PLUGINS_DISABLED=dedup"
     )
-    assert_refused(result, "dedup cannot be disabled", "(essential: dedup, normalizer, store)")
+    assert_refused(result, "dedup cannot be disabled", "(essential: dedup, normalizer)")
 
 
 def test_crawl_all_refuses_an_essential_plugin_too(workdir: Path, server: FakeCdxServer) -> None:
@@ -234,7 +234,7 @@ def test_scrapy_list_reports_a_bad_plugin_setting(workdir: Path) -> None:
     assert result.returncode == 2
     assert usage_errors(result) == [
         "trawl: error: TRAWL_PLUGINS_DISABLED: normalizer cannot be disabled"
-        " (essential: dedup, normalizer, store)"
+        " (essential: dedup, normalizer)"
     ]
     assert result.stdout == ""
 
