@@ -16,6 +16,9 @@ cluster), otherwise a fresh noida-db server.
 bulk items with 429 (``es_rejected_execution_exception``) the way a cluster
 whose write queue is full does: the rejected documents are taken out of the
 request before it is forwarded, so they are really not written.
+
+:func:`es_settings` gives Scrapy settings as a crawl has them (trawl's settings
+module, then the test's values): the store reads its settings with no fallback.
 """
 
 from __future__ import annotations
@@ -32,11 +35,21 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
+from scrapy.settings import Settings
 
-__all__ = ["NoidaServer", "RejectingProxy", "elasticsearch_url", "free_port", "noida_binary"]
+__all__ = ["NoidaServer", "RejectingProxy", "elasticsearch_url", "es_settings", "free_port", "noida_binary"]
+
+
+def es_settings(values: dict[str, Any] | None = None, **more: Any) -> Settings:
+    """Settings as ``scrapy crawl`` builds them: ``trawl.settings``, then ``values`` and ``more``."""
+    settings = Settings()
+    settings.setmodule("trawl.settings", priority="project")
+    settings.update({**(values or {}), **more}, priority="cmdline")
+    return settings
 
 
 def free_port() -> int:
