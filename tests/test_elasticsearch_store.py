@@ -1,4 +1,4 @@
-"""The Elasticsearch store: templates, documents, merges, 429s, dead letters, replay.
+"""The Elasticsearch store: templates, documents, merges, 429s, retries, dead letters, replay.
 
 Runs against noida-db's Elasticsearch-compatible server (started here on a free
 loopback port), or against a real cluster when ``ELASTICSEARCH_URL`` is set.
@@ -6,7 +6,7 @@ Every test writes under its own index prefix, so they share one server.
 
 What a user sees is driven through real ``scrapy crawl wayback`` runs against
 the local CDX server (the data set of ``test_sqlite_store``: the stores must
-agree); merge rules and concurrency are checked on the store directly.
+agree); merge rules, concurrency and retried requests are checked on the store directly.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -315,7 +316,7 @@ def test_replay_keeps_what_still_fails(
 
 
 # --------------------------------------------------------------------------------------
-# The store directly: the contract, merges, sources, workers
+# The store directly: the contract, merges, sources, workers, retried requests
 # --------------------------------------------------------------------------------------
 
 
@@ -566,7 +567,8 @@ def test_async_write_path_gives_the_same_result(es_url: str, es: Elasticsearch, 
 
 def test_write_to_a_vanished_cluster_keeps_the_batch(tmp_path: Path, es_url: str, prefix: str) -> None:
     store = open_store(es_url, prefix, "run-1", ELASTICSEARCH_DEAD_LETTERS=str(tmp_path / "dead.ndjson"),
-                       ELASTICSEARCH_TIMEOUT=2)  # fmt: skip
+                       ELASTICSEARCH_TIMEOUT=2, ELASTICSEARCH_RETRIES=1,
+                       ELASTICSEARCH_BACKOFF=0.01)  # fmt: skip
     # The cluster goes away after the store opened (its client now talks to a closed port).
     store.client.close()
     store.client = make_client(store_uri(f"http://127.0.0.1:{free_port()}"), store.settings)
@@ -605,6 +607,91 @@ def test_dead_letters_replay_through_the_merge(
     assert got[B] == ("20110101000000", "20120101000000", 3, "200", "text/html")
     assert summary(documents(es, prefix))[C][1] == "otx,wayback"
     assert documents(es, prefix)[B]["trawl"]["source_counts"] == {"wayback": ["run-1", 3, 3]}
+
+
+def _write(store: ElasticsearchStore, batch: UrlBatch, use_async: bool) -> int:
+    if not use_async:
+        return store.write_batch(batch)
+
+    async def write() -> int:
+        try:
+            return await store.write_batch_async(batch)
+        finally:
+            await store.async_client.close()
+            store.async_client = None
+
+    return asyncio.run(write())
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_a_bulk_request_that_timed_out_is_retried_and_lands_once(
+    es_url: str, es: Elasticsearch, prefix: str, use_async: bool
+) -> None:
+    """The request was written but the client timed out: sent again, it is not merged into itself.
+
+    Bulk requests: 1 creates A and B (times out), 2 is its retry (409s, read back:
+    the documents the first one wrote); 3 creates A (409) and C, 4 writes A's
+    merge (times out), 5 is its retry (409, read back: that merge).
+    """
+    # 2 s: far more than a request to the local server takes, even on a busy machine; the stall outlasts it.
+    with RejectingProxy(es_url, fail=lambda n: "timeout" if n in (1, 4) else None, stall=4) as proxy:
+        store = open_store(proxy.url, prefix, "run-1", ELASTICSEARCH_TIMEOUT=2, ELASTICSEARCH_BACKOFF=0.01)
+        one = make_batch(
+            [(A, "20100101000000", "20120101000000", 2, "200", "text/html"),
+             (B, "20110101000000", "20110101000000", 1, "404", "text/html")]
+        )  # fmt: skip
+        assert _write(store, one, use_async) == 2
+        assert (column(one, "new"), column(one, "repeat")) == ([True, True], [False, False])
+        two = make_batch(
+            [(A, "20090101000000", "20110101000000", 3, "301", "text/plain"),
+             (C, "20130101000000", "20130101000000", 1, "", "")]
+        )  # fmt: skip
+        assert _write(store, two, use_async) == 1
+        assert (column(two, "new"), column(two, "repeat"), column(two, "captures")) == (
+            [False, True], [True, False], [5, 1]
+        )  # fmt: skip
+        store.close("finished")
+    assert proxy.failed == {"timeout": 2}
+    assert proxy.bulk_requests == 5
+    assert store.context.stats.values["trawl/elasticsearch/retried_requests"] == 2
+    assert "trawl/elasticsearch/dead_letters" not in store.context.stats.values
+    assert facts(es, prefix) == {
+        A: ("20090101000000", "20120101000000", 5, "200,301", "text/html,text/plain"),  # 2 + 3, not doubled
+        B: ("20110101000000", "20110101000000", 1, "404", "text/html"),
+        C: ("20130101000000", "20130101000000", 1, "", ""),
+    }
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_a_503_is_retried_with_backoff_and_the_batch_lands(
+    es_url: str, es: Elasticsearch, prefix: str, use_async: bool
+) -> None:
+    with RejectingProxy(es_url, fail=lambda n: "503" if n == 1 else None) as proxy:
+        store = open_store(proxy.url, prefix, "run-1", ELASTICSEARCH_BACKOFF=0.2)
+        batch = make_batch([(A, "20100101000000", "20100101000000", 1, "200", ""),
+                            (B, "20100101000000", "20100101000000", 1, "200", "")],
+                           page="page=0")  # fmt: skip
+        started = time.monotonic()
+        assert _write(store, batch, use_async) == 2
+        waited = time.monotonic() - started
+        assert store.done_pages("wayback") == {"page=0": 2}  # the ledger entry went with the retry
+        store.close("finished")
+    assert waited >= 0.2  # ELASTICSEARCH_BACKOFF before the second try
+    assert (proxy.failed, proxy.bulk_requests) == ({"503": 1}, 2)
+    assert store.context.stats.values["trawl/elasticsearch/retried_requests"] == 1
+    assert sorted(facts(es, prefix)) == [A, B]
+
+
+def test_retries_of_a_failing_request_are_bounded(tmp_path: Path, es_url: str, prefix: str) -> None:
+    dead = tmp_path / "dead.ndjson"
+    with RejectingProxy(es_url, fail=lambda n: "503") as proxy:
+        store = open_store(proxy.url, prefix, "run-1", ELASTICSEARCH_RETRIES=2, ELASTICSEARCH_BACKOFF=0.01,
+                           ELASTICSEARCH_DEAD_LETTERS=str(dead))  # fmt: skip
+        with pytest.raises(StoreError, match=r"failed after 2 retries: HTTP 503.*dead\.ndjson"):
+            store.write_batch(make_batch([(A, "20100101000000", "20100101000000", 1, "200", "")]))
+        store.close("store_error")
+    assert proxy.failed == {"503": 3}  # the first try and two more
+    assert [orjson.loads(line)["url"] for line in dead.read_bytes().splitlines()] == [A]
 
 
 def test_crawl_all_exports_from_the_index(

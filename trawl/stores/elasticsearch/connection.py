@@ -87,14 +87,18 @@ def _api_key(settings: Any) -> str:
 
 
 def client_options(uri: str, settings: Any) -> dict[str, Any]:
-    """Keyword arguments for ``Elasticsearch(...)`` / ``AsyncElasticsearch(...)``."""
+    """Keyword arguments for ``Elasticsearch(...)`` / ``AsyncElasticsearch(...)``.
+
+    The transport's own retries (immediate, up to 3) serve reads and setup.
+    Batch writes switch them off and retry in :mod:`.writer` instead, with
+    backoff and knowing what a re-sent bulk request may already have written.
+    """
     target = parse_uri(uri)
     options: dict[str, Any] = {
         "hosts": [target.url],
         "request_timeout": float(setting(settings, "ELASTICSEARCH_TIMEOUT")),
         "max_retries": 3,
         "retry_on_timeout": True,
-        # 429 is retried per item by the store, with backoff; whole-request 5xx by the transport.
         "retry_on_status": (502, 503, 504),
     }
     if target.basic_auth:

@@ -176,6 +176,8 @@ class ElasticsearchStore:
         stats = self.context.stats
         if write.rejections:
             stats.inc_value("trawl/elasticsearch/rejected_429", write.rejections)
+        if write.retried_requests:
+            stats.inc_value("trawl/elasticsearch/retried_requests", write.retried_requests)
         if write.dead:
             lines = [
                 dead_letter_line(
@@ -232,8 +234,12 @@ class ElasticsearchStore:
         ]
         append_dead_letters(self.dead_letters, lines)
         self.context.stats.inc_value("trawl/elasticsearch/dead_letters", len(lines))
+        if write.retried_requests:
+            self.context.stats.inc_value("trawl/elasticsearch/retried_requests", write.retried_requests)
+        retries = write.options.retries
+        tries = f" after {retries} {'retry' if retries == 1 else 'retries'}" if write.retried_requests else ""
         return StoreError(
-            f"Elasticsearch at {self.shown} failed: {one_line(exc)};"
+            f"Elasticsearch at {self.shown} failed{tries}: {one_line(exc)};"
             f" the batch's {len(batch)} URLs are in {self.dead_letters}"
         )
 

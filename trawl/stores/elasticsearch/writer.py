@@ -12,16 +12,35 @@ The steps, per batch:
    (``ELASTICSEARCH_RETRIES`` rounds, ``ELASTICSEARCH_BACKOFF`` doubled up to
    ``ELASTICSEARCH_BACKOFF_MAX``); what still fails is a :class:`DeadLetter`.
 
+A request that fails as a whole (a timeout, a refused or reset connection,
+HTTP 502/503/504: a node restarting, a cluster busy with a merge or a GC pause)
+is sent again after the same backoff, up to ``ELASTICSEARCH_RETRIES`` times;
+only then does the error reach the store, which keeps the batch in the
+dead-letter file and stops the crawl (issue "fit to run unattended", item 3: a
+``ConnectionTimeout`` stopped unattended crawls).
+
+A bulk request that timed out may have been written all the same. Sent again,
+its ``create`` (or conditional ``index``) actions answer 409 and would be
+merged into themselves, doubling the capture counts. So the documents a
+failed request carried are remembered: a 409 whose document, read back, is
+exactly what was sent is that earlier write, and counts as done. (A second
+writer that changed the same document within that window makes this check
+miss, and that URL's counts are merged twice: timeouts and concurrent writers
+of one URL rarely meet.)
+
 The machine yields :class:`Bulk`, :class:`Mget` and :class:`Sleep` requests and
-is sent their answers: :func:`run_sync` drives it with the sync client
-(``scrapy es-replay``, the benchmark), :func:`run_async` with
-``AsyncElasticsearch`` without blocking the reactor (crawls).
+is sent their answers, or a :class:`Failed`: :func:`run_sync` drives it with the
+sync client (``scrapy es-replay``, the benchmark), :func:`run_async` with
+``AsyncElasticsearch`` without blocking the reactor (crawls). Both switch off
+the transport's own retries for these requests: they know nothing of this
+check, and re-send a 503 at once, with no backoff.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,15 +50,20 @@ from trawl.stores.elasticsearch.config import setting
 from trawl.stores.elasticsearch.connection import one_line
 from trawl.stores.elasticsearch.documents import UrlDocument, url_id
 
+logger = logging.getLogger(__name__)
+
 #: Conflicts in a row on one URL before it is a dead letter: each round re-reads the
 #: document, so only writers that keep changing it at once exhaust them.
 _MAX_CONFLICT_ROUNDS = 10
+#: Whole-request answers worth waiting out: a gateway that lost the node (502, 504),
+#: a node not ready or shedding load (503).
+_RETRY_STATUSES = frozenset({502, 503, 504})
 _BULK_FILTER = "items.*.status,items.*.result,items.*.error"
 
 
 @dataclass(frozen=True)
 class WriteOptions:
-    """How a batch is written: request size, 429 retries and their backoff."""
+    """How a batch is written: request size, retries and their backoff."""
 
     bulk_docs: int
     retries: int
@@ -82,6 +106,13 @@ class Sleep:
 
 
 @dataclass
+class Failed:
+    """Answer: the request failed as a whole, in a way worth trying again."""
+
+    error: BaseException
+
+
+@dataclass
 class DeadLetter:
     position: int
     status: int
@@ -98,7 +129,8 @@ class BatchWrite:
     Drive :meth:`steps` by sending the answer of each request it yields; when it
     returns, :attr:`new` says which URLs were created, :attr:`repeat` which ones
     this run had written before, :attr:`merged` holds the stored document of
-    each URL written and :attr:`dead` what could not be.
+    each URL written and :attr:`dead` what could not be. A request that failed
+    more than ``retries`` times raises its error out of :meth:`steps`.
     """
 
     def __init__(
@@ -118,6 +150,32 @@ class BatchWrite:
         self.merged: list[UrlDocument | None] = [None] * size
         self.dead: list[DeadLetter] = []
         self.rejections = 0
+        self.retried_requests = 0
+        #: Position -> (created fresh, record, document) of writes a failed request carried.
+        self._sent: dict[int, tuple[bool, UrlDocument, dict[str, Any]]] = {}
+
+    def _request(
+        self, request: Bulk | Mget, carried: Sequence[_Op] = ()
+    ) -> Generator[Bulk | Mget | Sleep, Any, Any]:
+        """Yield ``request`` until it is answered; a :class:`Failed` one again after a backoff."""
+        failures = 0
+        while True:
+            answer = yield request
+            if not isinstance(answer, Failed):
+                return answer
+            failures += 1
+            if failures > self.options.retries:
+                raise answer.error
+            for i, fresh, record, doc in carried:
+                self._sent[i] = (fresh, record, doc)
+            self.retried_requests += 1
+            wait = self.options.wait(failures)
+            logger.warning(
+                "elasticsearch: %s request failed (%s); trying again in %.1f s (%d of %d)",
+                "bulk" if isinstance(request, Bulk) else "mget", one_line(answer.error), wait, failures,
+                self.options.retries,
+            )  # fmt: skip
+            yield Sleep(wait)
 
     def steps(self) -> Generator[Bulk | Mget | Sleep, Any, None]:
         now = int(time.time() * 1000)
@@ -131,9 +189,14 @@ class BatchWrite:
             ops: list[_Op] = []
             actions: list[bytes] = []
             if to_merge:
-                docs = yield Mget(self.index, [self.ids[i] for i in to_merge])
+                docs = yield from self._request(Mget(self.index, [self.ids[i] for i in to_merge]))
                 for i, found in zip(to_merge, docs, strict=True):
+                    sent = self._sent.pop(i, None)
                     if found.get("found"):
+                        if sent is not None and found["_source"] == sent[2]:
+                            # The failed request had written it: that write is this URL's.
+                            self.new[i], self.merged[i] = sent[0], sent[1]
+                            continue
                         stored = UrlDocument.from_doc(found["_source"])
                         self.repeat[i] = self.repeat[i] or stored.last_run == self.run
                         record = stored.merge(self.items[i], self.source, self.run)
@@ -165,7 +228,7 @@ class BatchWrite:
                 if extra and start + step >= len(ops):
                     body += extra  # the page ledger entry goes with the batch's last request
                     extra = b""
-                items = yield Bulk(body, len(chunk))
+                items = yield from self._request(Bulk(body, len(chunk)), chunk)
                 answers.extend(items[: len(chunk)])
             to_create, to_merge, rejected = [], [], []
             for (i, fresh, record, _), item in zip(ops, answers, strict=True):
@@ -174,6 +237,7 @@ class BatchWrite:
                 if 200 <= status < 300:
                     self.new[i] = fresh and result.get("result") == "created"
                     self.merged[i] = record
+                    self._sent.pop(i, None)
                 elif status == 409:
                     conflicts[i] = conflicts.get(i, 0) + 1
                     if conflicts[i] > _MAX_CONFLICT_ROUNDS:
@@ -200,18 +264,30 @@ def _bulk_items(answer: Any) -> list[Mapping[str, Any]]:
     return body.get("items", [])
 
 
-def _rejected_whole(exc: BaseException, count: int) -> list[Mapping[str, Any]] | None:
-    """A bulk request refused as a whole with 429: every item of it is a rejection to retry."""
-    if getattr(getattr(exc, "meta", None), "status", None) == 429:
+def failure_answer(exc: BaseException, request: Bulk | Mget) -> Any:
+    """What the state machine is told when ``request`` raised ``exc``; None: nothing to retry.
+
+    A bulk request refused as a whole with 429 becomes a 429 for each of its
+    items (they take the per-item backoff, then the dead-letter file). Timeouts,
+    connection failures other than TLS ones (a bad certificate stays bad) and
+    502/503/504 become :class:`Failed`.
+    """
+    from elastic_transport import ConnectionError, ConnectionTimeout, TlsError
+
+    status = getattr(getattr(exc, "meta", None), "status", None)
+    if status == 429 and isinstance(request, Bulk):
         error = {"type": "es_rejected_execution_exception", "reason": one_line(exc)}
-        return [{"create": {"status": 429, "error": error}}] * count
+        return [{"create": {"status": 429, "error": error}}] * request.count
+    if status == 429 or status in _RETRY_STATUSES:
+        return Failed(exc)
+    if isinstance(exc, (ConnectionTimeout, ConnectionError)) and not isinstance(exc, TlsError):
+        return Failed(exc)
     return None
 
 
 def run_sync(client: Any, write: BatchWrite) -> None:
     """Drive a batch write with the sync client (blocking)."""
-    from elasticsearch import ApiError
-
+    client = client.options(max_retries=0)
     steps = write.steps()
     answer: Any = None
     while True:
@@ -228,8 +304,8 @@ def run_sync(client: Any, write: BatchWrite) -> None:
                 answer = _bulk_items(client.bulk(operations=request.body, filter_path=_BULK_FILTER))
             else:
                 answer = client.mget(index=request.index, ids=request.ids).body["docs"]
-        except ApiError as exc:
-            answer = _rejected_whole(exc, request.count) if isinstance(request, Bulk) else None
+        except Exception as exc:  # noqa: BLE001 - classified; what is not retryable is raised
+            answer = failure_answer(exc, request)
             if answer is None:
                 raise
 
@@ -238,8 +314,7 @@ async def run_async(client: Any, write: BatchWrite) -> None:
     """Drive a batch write with ``AsyncElasticsearch`` (never blocks the event loop)."""
     import asyncio
 
-    from elasticsearch import ApiError
-
+    client = client.options(max_retries=0)
     steps = write.steps()
     answer: Any = None
     while True:
@@ -256,7 +331,7 @@ async def run_async(client: Any, write: BatchWrite) -> None:
                 answer = _bulk_items(await client.bulk(operations=request.body, filter_path=_BULK_FILTER))
             else:
                 answer = (await client.mget(index=request.index, ids=request.ids)).body["docs"]
-        except ApiError as exc:
-            answer = _rejected_whole(exc, request.count) if isinstance(request, Bulk) else None
+        except Exception as exc:  # noqa: BLE001 - classified; what is not retryable is raised
+            answer = failure_answer(exc, request)
             if answer is None:
                 raise
