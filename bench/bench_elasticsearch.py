@@ -38,12 +38,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from elasticsearch import Elasticsearch, helpers  # noqa: E402
-from scrapy.settings import Settings  # noqa: E402
 
-from tests.servers.noida import NoidaServer  # noqa: E402
+from tests.servers.noida import NoidaServer, es_settings  # noqa: E402
 from trawl.context import RunContext  # noqa: E402
 from trawl.items import UrlBatch  # noqa: E402
-from trawl.plugins.elasticsearch_store import ElasticsearchStore, install_templates, names_from  # noqa: E402
+from trawl.stores.elasticsearch import ElasticsearchStore  # noqa: E402
+from trawl.stores.elasticsearch.templates import install_templates, names_from  # noqa: E402
 
 
 class _Stats:
@@ -70,8 +70,8 @@ def make_batches(count: int, size: int) -> list[UrlBatch]:
             hosts_col.append(host)
         n = len(urls)
         batches.append(
-            UrlBatch(
-                source="wayback",
+            UrlBatch.from_columns(
+                "wayback",
                 urls=urls,
                 hosts=hosts_col,
                 first_seen=[f"20{10 + i % 14:02d}0101000000" for i in range(n)],
@@ -85,20 +85,12 @@ def make_batches(count: int, size: int) -> list[UrlBatch]:
 
 
 def copy(batch: UrlBatch) -> UrlBatch:
-    return UrlBatch(
-        source=batch.source,
-        urls=list(batch.urls),
-        hosts=list(batch.hosts),
-        first_seen=list(batch.first_seen),
-        last_seen=list(batch.last_seen),
-        captures=list(batch.captures),
-        statuses=list(batch.statuses),
-        mimes=list(batch.mimes),
-    )
+    """A batch of its own (the store replaces its frame's columns; the frame itself is immutable)."""
+    return UrlBatch(batch.source, batch.frame, batch.page, batch.page_rows)
 
 
 def open_store(uri: str, prefix: str, run_id: str) -> ElasticsearchStore:
-    crawler = SimpleNamespace(settings=Settings({"ELASTICSEARCH_INDEX_PREFIX": prefix}), stats=_Stats())
+    crawler = SimpleNamespace(settings=es_settings(ELASTICSEARCH_INDEX_PREFIX=prefix), stats=_Stats())
     spider = SimpleNamespace(name="wayback", target=SimpleNamespace(domain="example.com"))
     context = RunContext(crawler=crawler, spider=spider, run_id=run_id, plugins=None)  # type: ignore[arg-type]
     store = ElasticsearchStore(uri, context)
@@ -176,7 +168,7 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
         best["pipeline"] = min(best["pipeline"], elapsed)
         with fresh_server(args, tmp) as (url, es):
             bare_names = names_from({"ELASTICSEARCH_INDEX_PREFIX": f"benchbare-{uuid.uuid4().hex[:8]}"})
-            install_templates(es, bare_names, Settings())
+            install_templates(es, bare_names, es_settings())
             seconds = bare(es, bare_names.urls, docs, "create")
             cleanup(es, [bare_names.prefix])
         best["bare"] = min(best["bare"], seconds)
@@ -202,7 +194,7 @@ def run(args: argparse.Namespace, tmp: Path) -> None:
         cleanup(es, [prefix])
     with fresh_server(args, tmp) as (url, es):
         bare_names = names_from({"ELASTICSEARCH_INDEX_PREFIX": f"benchbare-{uuid.uuid4().hex[:8]}"})
-        install_templates(es, bare_names, Settings())
+        install_templates(es, bare_names, es_settings())
         bare(es, bare_names.urls, docs, "create")
         overwrite = bare(es, bare_names.urls, docs, "index")
         cleanup(es, [bare_names.prefix])

@@ -1,4 +1,4 @@
-"""The Elasticsearch store: templates, documents, merges, 429s, dead letters, replay.
+"""The Elasticsearch store: templates, documents, merges, 429s, retries, dead letters, replay.
 
 Runs against noida-db's Elasticsearch-compatible server (started here on a free
 loopback port), or against a real cluster when ``ELASTICSEARCH_URL`` is set.
@@ -6,7 +6,7 @@ Every test writes under its own index prefix, so they share one server.
 
 What a user sees is driven through real ``scrapy crawl wayback`` runs against
 the local CDX server (the data set of ``test_sqlite_store``: the stores must
-agree); merge rules and concurrency are checked on the store directly.
+agree); merge rules, concurrency and retried requests are checked on the store directly.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,22 +24,25 @@ from typing import Any
 import orjson
 import pytest
 from elasticsearch import Elasticsearch
-from scrapy.settings import Settings
 
 from trawl.context import RunContext
 from trawl.errors import StoreError, TrawlUsageError
 from trawl.items import UrlBatch
-from trawl.plugins.elasticsearch_store import ElasticsearchStore, make_client, parse_uri, url_id
+from trawl.stores.contract import AsyncWritingStore, missing_capabilities
+from trawl.stores.elasticsearch import ElasticsearchStore
+from trawl.stores.elasticsearch.connection import make_client, parse_uri
+from trawl.stores.elasticsearch.deadletters import replay_dead_letters
+from trawl.stores.elasticsearch.documents import url_id
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
     from tests.servers.ia_cdx import FakeCdxServer
-    from tests.servers.noida import RejectingProxy, elasticsearch_url, free_port
+    from tests.servers.noida import RejectingProxy, elasticsearch_url, es_settings, free_port
     from tests.test_sqlite_store import EXPECTED, LINES_PER_PAGE, _caps
 except ImportError:
     from conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy  # type: ignore[no-redef]
     from servers.ia_cdx import FakeCdxServer  # type: ignore[no-redef]
-    from servers.noida import RejectingProxy, elasticsearch_url, free_port  # type: ignore[no-redef]
+    from servers.noida import RejectingProxy, elasticsearch_url, es_settings, free_port  # type: ignore[no-redef]
     from test_sqlite_store import EXPECTED, LINES_PER_PAGE, _caps  # type: ignore[no-redef]
 
 DOMAIN = "example.com"
@@ -312,7 +316,7 @@ def test_replay_keeps_what_still_fails(
 
 
 # --------------------------------------------------------------------------------------
-# The store directly: merges, sources, workers
+# The store directly: the contract, merges, sources, workers, retried requests
 # --------------------------------------------------------------------------------------
 
 
@@ -330,8 +334,9 @@ class _Stats:
 def open_store(
     url: str, prefix: str, run_id: str, source: str = "wayback", **settings: Any
 ) -> ElasticsearchStore:
-    values = {"ELASTICSEARCH_INDEX_PREFIX": prefix, **settings}
-    crawler = SimpleNamespace(settings=Settings(values), stats=_Stats())
+    crawler = SimpleNamespace(
+        settings=es_settings(settings, ELASTICSEARCH_INDEX_PREFIX=prefix), stats=_Stats()
+    )
     spider = SimpleNamespace(name=source, target=SimpleNamespace(domain=DOMAIN))
     context = RunContext(crawler=crawler, spider=spider, run_id=run_id, plugins=None)  # type: ignore[arg-type]
     store = ElasticsearchStore(store_uri(url), context)
@@ -340,12 +345,13 @@ def open_store(
 
 
 def make_batch(
-    rows: list[tuple[str, str, str, int, str, str]], source: str = "wayback", page: str = ""
-) -> UrlBatch:
-    return UrlBatch(
-        source=source,
+    rows: list[tuple[str, str, str, int, str, str]], source: str = "wayback", page: str = "",
+    hosts: list[str] | None = None,
+) -> UrlBatch:  # fmt: skip
+    return UrlBatch.from_columns(
+        source,
         urls=[r[0] for r in rows],
-        hosts=[DOMAIN] * len(rows),
+        hosts=hosts or [DOMAIN] * len(rows),
         first_seen=[r[1] for r in rows],
         last_seen=[r[2] for r in rows],
         captures=[r[3] for r in rows],
@@ -354,6 +360,10 @@ def make_batch(
         page=page,
         page_rows=len(rows),
     )
+
+
+def column(batch: UrlBatch, name: str) -> list[Any]:
+    return batch.frame.get_column(name).to_list()
 
 
 A = "https://example.com/a"
@@ -365,6 +375,12 @@ def facts(es: Elasticsearch, prefix: str) -> dict[str, tuple]:
     return {u: s[2:] for u, s in summary(documents(es, prefix)).items()}
 
 
+def test_the_store_implements_every_capability() -> None:
+    assert missing_capabilities(ElasticsearchStore, ["write", "resume", "read", "search"]) == []
+    assert isinstance(ElasticsearchStore, AsyncWritingStore)
+    assert ElasticsearchStore.kinds == frozenset({"url"})
+
+
 def test_write_batch_inserts_then_merges_like_sqlite(es_url: str, es: Elasticsearch, prefix: str) -> None:
     """``test_sqlite_store.test_write_batch_inserts_then_merges``, on Elasticsearch."""
     store = open_store(es_url, prefix, "run-1")
@@ -373,20 +389,22 @@ def test_write_batch_inserts_then_merges_like_sqlite(es_url: str, es: Elasticsea
          (B, "20110101000000", "20110101000000", 1, "404", "text/html")]
     )  # fmt: skip
     assert store.write_batch(one) == 2
-    assert one.new == [True, True]
+    assert column(one, "new") == [True, True]
+    assert column(one, "repeat") == [False, False]
     two = make_batch(
         [(A, "20090101000000", "20110101000000", 3, "301", "text/plain"),
          (C, "20130101000000", "20130101000000", 1, "", "")]
     )  # fmt: skip
     assert store.write_batch(two) == 1
-    assert two.new == [False, True]
+    assert column(two, "new") == [False, True]
+    assert column(two, "repeat") == [True, False]  # this run wrote A before; C is new
     # The batch now carries the merged record (what exports write).
-    assert (two.first_seen[0], two.last_seen[0], two.captures[0], two.statuses[0], two.mimes[0]) == (
+    assert two.frame.select("first_seen", "last_seen", "captures", "statuses", "mimes").row(0) == (
         "20090101000000",
         "20120101000000",
         5,
-        "200,301",
-        "text/html,text/plain",
+        ["200", "301"],
+        ["text/html", "text/plain"],
     )
     assert store.write_batch(make_batch([])) == 0
     store.close("finished")
@@ -398,15 +416,16 @@ def test_write_batch_inserts_then_merges_like_sqlite(es_url: str, es: Elasticsea
     assert facts(es, prefix) == expected
 
     store = open_store(es_url, prefix, "run-2")
-    assert (
-        store.write_batch(make_batch([(A, "20100101000000", "20120101000000", 2, "200", "text/html")])) == 0
-    )
+    first = make_batch([(A, "20100101000000", "20120101000000", 2, "200", "text/html")])
+    assert store.write_batch(first) == 0
+    assert column(first, "repeat") == [False]  # run-1 wrote it, not this run
     rerun = make_batch(
         [(A, "20090101000000", "20110101000000", 3, "301", "text/plain"),
          (C, "20130101000000", "20130101000000", 1, "", "")]
     )  # fmt: skip
     assert store.write_batch(rerun) == 0
-    assert rerun.new == [False, False]
+    assert column(rerun, "new") == [False, False]
+    assert column(rerun, "repeat") == [True, False]
     store.close("finished")
     assert facts(es, prefix) == expected  # 5 for A: the best run, not 5 + 2 + 3
 
@@ -422,7 +441,7 @@ def test_a_second_source_merges_its_provenance(es_url: str, es: Elasticsearch, p
         source="otx",
     )  # fmt: skip
     assert other.write_batch(batch) == 1
-    assert batch.sources == ["otx,wayback", "otx"]
+    assert column(batch, "sources") == [["otx", "wayback"], ["otx"]]
     other.close("finished")
     docs = documents(es, prefix)
     assert summary(docs)[A] == (
@@ -476,6 +495,8 @@ def test_resumed_run_skips_pages_it_stored(es_url: str, es: Elasticsearch, prefi
     assert resumed.done_pages("wayback") == {"page=0": 1}
     again = make_batch([(A, "20100101000000", "20100101000000", 2, "200", "")], page="page=0")
     assert resumed.write_batch(again) == 0
+    assert (column(again, "new"), column(again, "repeat")) == ([False], [True])
+    assert resumed.context.stats.values["trawl/pages_already_stored"] == 1
     resumed.close("finished")
     assert facts(es, prefix)[A][2] == 2  # not counted twice
 
@@ -489,32 +510,65 @@ def test_read_runs_gives_what_the_runs_touched(es_url: str, es: Elasticsearch, p
     store.write_batch(make_batch([(B, "20110101000000", "20110101000000", 1, "200", ""),
                                   (C, "20110101000000", "20110101000000", 1, "200", "")]))  # fmt: skip
     store.close("finished")
-    settings = Settings({"ELASTICSEARCH_INDEX_PREFIX": prefix})
-    batches = list(ElasticsearchStore.read_runs(store_uri(es_url), ["run-2"], size=1, settings=settings))
-    rows = [(r.url, r.new, r.last_seen) for b in batches for r in b.records()]
-    assert rows == [(B, False, "20110101000000"), (C, True, "20110101000000")]
+    settings = es_settings(ELASTICSEARCH_INDEX_PREFIX=prefix)
+    batches = list(ElasticsearchStore.read_runs(store_uri(es_url), ["run-2"], settings, size=1))
+    assert [len(b) for b in batches] == [1, 1]
+    rows = [(r.url, r.new, r.last_seen, r.sources) for b in batches for r in b.records()]
+    assert rows == [(B, False, "20110101000000", ["wayback"]), (C, True, "20110101000000", ["wayback"])]
+
+
+def test_read_domain_gives_the_domain_and_its_subdomains(es_url: str, es: Elasticsearch, prefix: str) -> None:
+    urls = {
+        "https://example.com/z": "example.com",
+        "https://blog.example.com/a": "blog.example.com",
+        "https://a.b.example.com/": "a.b.example.com",
+        "http://example.com/a": "example.com",
+        "https://notexample.com/a": "notexample.com",  # shares the suffix, not the domain
+        "https://example.org/a": "example.org",
+    }
+    store = open_store(es_url, prefix, "run-1")
+    row = ("20100101000000", "20100101000000", 1, "200", "text/html")
+    store.write_batch(make_batch([(u, *row) for u in urls], hosts=list(urls.values())))
+    store.close("finished")
+    settings = es_settings(ELASTICSEARCH_INDEX_PREFIX=prefix)
+    batches = list(ElasticsearchStore.read_domain(store_uri(es_url), "Example.com", settings, size=2))
+    assert [len(b) for b in batches] == [2, 2]
+    got = [r.url for b in batches for r in b.records()]
+    assert got == sorted(
+        u for u, host in urls.items() if host == "example.com" or host.endswith(".example.com")
+    )
+    first = next(batches[0].records())
+    assert (first.host, first.captures, first.statuses, first.mimes) == (
+        "example.com", 1, ["200"], ["text/html"]
+    )  # fmt: skip
+    sub = list(ElasticsearchStore.read_domain(store_uri(es_url), "b.example.com", settings))
+    assert [r.url for b in sub for r in b.records()] == ["https://a.b.example.com/"]
 
 
 def test_async_write_path_gives_the_same_result(es_url: str, es: Elasticsearch, prefix: str) -> None:
     store = open_store(es_url, prefix, "run-1")
     store.write_batch(make_batch([(A, "20100101000000", "20120101000000", 2, "200", "text/html")]))
+    batch = make_batch([(A, "20090101000000", "20110101000000", 3, "301", "text/plain"),
+                        (C, "20130101000000", "20130101000000", 1, "", "")])  # fmt: skip
 
     async def write() -> int:
-        batch = make_batch([(A, "20090101000000", "20110101000000", 3, "301", "text/plain"),
-                            (C, "20130101000000", "20130101000000", 1, "", "")])  # fmt: skip
         new = await store.write_batch_async(batch)
         await store.async_client.close()
         store.async_client = None
         return new
 
     assert asyncio.run(write()) == 1
+    assert (column(batch, "new"), column(batch, "repeat"), column(batch, "captures")) == (
+        [False, True], [True, False], [5, 1]
+    )  # fmt: skip
     store.close("finished")
     assert facts(es, prefix)[A] == ("20090101000000", "20120101000000", 5, "200,301", "text/html,text/plain")
 
 
 def test_write_to_a_vanished_cluster_keeps_the_batch(tmp_path: Path, es_url: str, prefix: str) -> None:
     store = open_store(es_url, prefix, "run-1", ELASTICSEARCH_DEAD_LETTERS=str(tmp_path / "dead.ndjson"),
-                       ELASTICSEARCH_TIMEOUT=2)  # fmt: skip
+                       ELASTICSEARCH_TIMEOUT=2, ELASTICSEARCH_RETRIES=1,
+                       ELASTICSEARCH_BACKOFF=0.01)  # fmt: skip
     # The cluster goes away after the store opened (its client now talks to a closed port).
     store.client.close()
     store.client = make_client(store_uri(f"http://127.0.0.1:{free_port()}"), store.settings)
@@ -522,6 +576,122 @@ def test_write_to_a_vanished_cluster_keeps_the_batch(tmp_path: Path, es_url: str
         store.write_batch(make_batch([(A, "20100101000000", "20100101000000", 1, "200", "")]))
     lines = (tmp_path / "dead.ndjson").read_bytes().splitlines()
     assert [orjson.loads(line)["url"] for line in lines] == [A]
+
+
+def test_dead_letters_replay_through_the_merge(
+    tmp_path: Path, es_url: str, es: Elasticsearch, prefix: str
+) -> None:
+    """``replay_dead_letters`` directly (the crawl tests run ``scrapy es-replay``), old lines included."""
+    dead = tmp_path / "dead.ndjson"
+    with RejectingProxy(es_url, reject=lambda doc, n: b'"full":"https://example.com/b"' in doc) as proxy:
+        store = open_store(
+            proxy.url, prefix, "run-1", ELASTICSEARCH_RETRIES=0, ELASTICSEARCH_DEAD_LETTERS=str(dead)
+        )
+        batch = make_batch([(A, "20100101000000", "20100101000000", 1, "200", "text/html"),
+                            (B, "20110101000000", "20120101000000", 3, "200", "text/html")])  # fmt: skip
+        assert store.write_batch(batch) == 1
+        assert column(batch, "new") == [True, False]
+        store.close("finished")
+    assert store.context.stats.values["trawl/elasticsearch/dead_letters"] == 1
+    (line,) = [orjson.loads(raw) for raw in dead.read_bytes().splitlines()]
+    assert (line["url"], line["status"], line["sources"], line["statuses"]) == (B, 429, ["wayback"], ["200"])
+    # A line as the store wrote them before sets were lists (comma-joined text) still replays.
+    old = {**line, "url": C, "sources": "otx,wayback", "statuses": "200,404", "mimes": "text/html"}
+    with open(dead, "ab") as file:
+        file.write(orjson.dumps(old) + b"\n")
+    settings = es_settings(ELASTICSEARCH_INDEX_PREFIX=prefix, ELASTICSEARCH_DEAD_LETTERS=str(dead))
+    result = replay_dead_letters(store_uri(es_url), settings)
+    assert (result.replayed, result.left) == (2, 0)
+    assert not dead.exists()
+    got = facts(es, prefix)
+    assert got[B] == ("20110101000000", "20120101000000", 3, "200", "text/html")
+    assert summary(documents(es, prefix))[C][1] == "otx,wayback"
+    assert documents(es, prefix)[B]["trawl"]["source_counts"] == {"wayback": ["run-1", 3, 3]}
+
+
+def _write(store: ElasticsearchStore, batch: UrlBatch, use_async: bool) -> int:
+    if not use_async:
+        return store.write_batch(batch)
+
+    async def write() -> int:
+        try:
+            return await store.write_batch_async(batch)
+        finally:
+            await store.async_client.close()
+            store.async_client = None
+
+    return asyncio.run(write())
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_a_bulk_request_that_timed_out_is_retried_and_lands_once(
+    es_url: str, es: Elasticsearch, prefix: str, use_async: bool
+) -> None:
+    """The request was written but the client timed out: sent again, it is not merged into itself.
+
+    Bulk requests: 1 creates A and B (times out), 2 is its retry (409s, read back:
+    the documents the first one wrote); 3 creates A (409) and C, 4 writes A's
+    merge (times out), 5 is its retry (409, read back: that merge).
+    """
+    # 2 s: far more than a request to the local server takes, even on a busy machine; the stall outlasts it.
+    with RejectingProxy(es_url, fail=lambda n: "timeout" if n in (1, 4) else None, stall=4) as proxy:
+        store = open_store(proxy.url, prefix, "run-1", ELASTICSEARCH_TIMEOUT=2, ELASTICSEARCH_BACKOFF=0.01)
+        one = make_batch(
+            [(A, "20100101000000", "20120101000000", 2, "200", "text/html"),
+             (B, "20110101000000", "20110101000000", 1, "404", "text/html")]
+        )  # fmt: skip
+        assert _write(store, one, use_async) == 2
+        assert (column(one, "new"), column(one, "repeat")) == ([True, True], [False, False])
+        two = make_batch(
+            [(A, "20090101000000", "20110101000000", 3, "301", "text/plain"),
+             (C, "20130101000000", "20130101000000", 1, "", "")]
+        )  # fmt: skip
+        assert _write(store, two, use_async) == 1
+        assert (column(two, "new"), column(two, "repeat"), column(two, "captures")) == (
+            [False, True], [True, False], [5, 1]
+        )  # fmt: skip
+        store.close("finished")
+    assert proxy.failed == {"timeout": 2}
+    assert proxy.bulk_requests == 5
+    assert store.context.stats.values["trawl/elasticsearch/retried_requests"] == 2
+    assert "trawl/elasticsearch/dead_letters" not in store.context.stats.values
+    assert facts(es, prefix) == {
+        A: ("20090101000000", "20120101000000", 5, "200,301", "text/html,text/plain"),  # 2 + 3, not doubled
+        B: ("20110101000000", "20110101000000", 1, "404", "text/html"),
+        C: ("20130101000000", "20130101000000", 1, "", ""),
+    }
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_a_503_is_retried_with_backoff_and_the_batch_lands(
+    es_url: str, es: Elasticsearch, prefix: str, use_async: bool
+) -> None:
+    with RejectingProxy(es_url, fail=lambda n: "503" if n == 1 else None) as proxy:
+        store = open_store(proxy.url, prefix, "run-1", ELASTICSEARCH_BACKOFF=0.2)
+        batch = make_batch([(A, "20100101000000", "20100101000000", 1, "200", ""),
+                            (B, "20100101000000", "20100101000000", 1, "200", "")],
+                           page="page=0")  # fmt: skip
+        started = time.monotonic()
+        assert _write(store, batch, use_async) == 2
+        waited = time.monotonic() - started
+        assert store.done_pages("wayback") == {"page=0": 2}  # the ledger entry went with the retry
+        store.close("finished")
+    assert waited >= 0.2  # ELASTICSEARCH_BACKOFF before the second try
+    assert (proxy.failed, proxy.bulk_requests) == ({"503": 1}, 2)
+    assert store.context.stats.values["trawl/elasticsearch/retried_requests"] == 1
+    assert sorted(facts(es, prefix)) == [A, B]
+
+
+def test_retries_of_a_failing_request_are_bounded(tmp_path: Path, es_url: str, prefix: str) -> None:
+    dead = tmp_path / "dead.ndjson"
+    with RejectingProxy(es_url, fail=lambda n: "503") as proxy:
+        store = open_store(proxy.url, prefix, "run-1", ELASTICSEARCH_RETRIES=2, ELASTICSEARCH_BACKOFF=0.01,
+                           ELASTICSEARCH_DEAD_LETTERS=str(dead))  # fmt: skip
+        with pytest.raises(StoreError, match=r"failed after 2 retries: HTTP 503.*dead\.ndjson"):
+            store.write_batch(make_batch([(A, "20100101000000", "20100101000000", 1, "200", "")]))
+        store.close("store_error")
+    assert proxy.failed == {"503": 3}  # the first try and two more
+    assert [orjson.loads(line)["url"] for line in dead.read_bytes().splitlines()] == [A]
 
 
 def test_crawl_all_exports_from_the_index(

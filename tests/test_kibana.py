@@ -28,7 +28,7 @@ from urllib.request import Request, urlopen
 import pytest
 
 from trawl.kibana import DATA_VIEW_TITLE, ndjson, saved_objects
-from trawl.plugins.elasticsearch_store import TRAWL_PROPERTIES, URL_PROPERTIES
+from trawl.stores.elasticsearch.templates import TRAWL_PROPERTIES, URL_PROPERTIES
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import run_scrapy

@@ -27,17 +27,17 @@ from scrapy.settings import Settings
 from trawl.context import RunContext
 from trawl.ecs import url_fields
 from trawl.items import UrlBatch
-from trawl.plugins.elasticsearch_store import ElasticsearchSearcher, ElasticsearchStore
-from trawl.stores.sqlite import SqliteStore
 from trawl.query import QueryError, parse, to_es, to_sql
+from trawl.stores.elasticsearch import ElasticsearchSearcher, ElasticsearchStore
+from trawl.stores.sqlite import SqliteStore
 from trawl.stores.sqlite.search import SqliteSearcher
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import run_scrapy
-    from tests.servers.noida import elasticsearch_url
+    from tests.servers.noida import elasticsearch_url, es_settings
 except ImportError:
     from conftest import run_scrapy  # type: ignore[no-redef]
-    from servers.noida import elasticsearch_url  # type: ignore[no-redef]
+    from servers.noida import elasticsearch_url, es_settings  # type: ignore[no-redef]
 
 
 # --------------------------------------------------------------------------------------
@@ -217,7 +217,7 @@ def batches() -> list[UrlBatch]:
         for source, group in by_source.items():
             out.append(
                 UrlBatch.from_columns(
-                    source=source,
+                    source,
                     urls=[r.url for r in group],
                     hosts=[url_fields(r.url)["domain"] for r in group],  # type: ignore[misc]
                     first_seen=[r.first for r in group],
@@ -290,29 +290,30 @@ def stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace
         es_uri = url.replace("http://", "elasticsearch://", 1).replace(
             "https://", "elasticsearch+https://", 1
         )
-        es_settings = {"ELASTICSEARCH_INDEX_PREFIX": prefix}
+        es_config = es_settings(ELASTICSEARCH_INDEX_PREFIX=prefix)  # trawl's defaults: no fallbacks
         for n, batch in enumerate(batches()):
             run_id = f"run-{n}"
             sqlite = SqliteStore(f"sqlite:///{db}", _ctx(batch.source, run_id, {}))
             sqlite.open()
             sqlite.write_batch(_copy(batch))
             sqlite.close("finished")
-            es = ElasticsearchStore(es_uri, _ctx(batch.source, run_id, es_settings))
+            es = ElasticsearchStore(es_uri, _ctx(batch.source, run_id, es_config))
             es.open()
             es.write_batch(_copy(batch))
             es.close("finished")
         yield SimpleNamespace(
             db=db,
             es_uri=es_uri,
-            es_settings=Settings(es_settings),
+            es_settings=es_config,
             sqlite=lambda: SqliteSearcher(str(db)),
-            es=lambda: ElasticsearchSearcher(es_uri, Settings(es_settings)),
+            es=lambda: ElasticsearchSearcher(es_uri, es_config),
             workdir=base,
         )
 
 
 def _copy(batch: UrlBatch) -> UrlBatch:
-    return UrlBatch(batch.source, batch.frame.clone(), batch.page, batch.page_rows)
+    # Frames are immutable: stores replace columns (``with_columns``), they never write into them.
+    return UrlBatch(batch.source, batch.frame, batch.page, batch.page_rows)
 
 
 # --------------------------------------------------------------------------------------
@@ -431,12 +432,12 @@ def test_the_oracle_matches_what_both_stores_hold(stores: SimpleNamespace, oracl
     expected = {
         m.url: (
             m.host,
-            ",".join(sorted(m.sources)),
+            sorted(m.sources),
             m.first,
             m.last,
             m.captures,
-            ",".join(sorted(m.statuses)),
-            ",".join(sorted(m.mimes)),
+            sorted(m.statuses),
+            sorted(m.mimes),
         )
         for m in oracle.values()
     }

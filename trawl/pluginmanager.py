@@ -55,7 +55,7 @@ PROJECT = "trawl"
 #: entry points they used to be loaded from, so hooks run in the same order.
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "trawl.plugins.dedup",
-    "trawl.plugins.elasticsearch_store",
+    "trawl.stores.elasticsearch",
     "trawl.plugins.normalizer",
     "trawl.plugins.scope",
     "trawl.plugins.sources",

@@ -176,7 +176,9 @@ ELASTICSEARCH_INDEX_PREFIX = "trawl"  # indexes <prefix>-urls-v1, <prefix>-pages
 ELASTICSEARCH_SHARDS = 1
 ELASTICSEARCH_REPLICAS = "0-1"  # a number, or an auto_expand_replicas range
 ELASTICSEARCH_BULK_DOCS = 2000  # documents per _bulk request
-ELASTICSEARCH_RETRIES = 5  # tries again for documents the cluster rejects with 429
+# Tries again for documents the cluster rejects with 429, and for a store request that fails
+# as a whole (timeout, refused or reset connection, HTTP 502/503/504) before the crawl stops.
+ELASTICSEARCH_RETRIES = 5
 ELASTICSEARCH_BACKOFF = 0.5  # first wait before such a try (seconds), doubled each time
 ELASTICSEARCH_BACKOFF_MAX = 10.0
 # Documents that still fail land here, one JSON line each; `scrapy es-replay` writes them.

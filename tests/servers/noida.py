@@ -15,7 +15,12 @@ cluster), otherwise a fresh noida-db server.
 :class:`RejectingProxy` sits between trawl and the server and answers some
 bulk items with 429 (``es_rejected_execution_exception``) the way a cluster
 whose write queue is full does: the rejected documents are taken out of the
-request before it is forwarded, so they are really not written.
+request before it is forwarded, so they are really not written. It can also
+fail whole bulk requests: a 503 (nothing written), or a stall past the client's
+timeout after the request was forwarded (written, but the client never hears).
+
+:func:`es_settings` gives Scrapy settings as a crawl has them (trawl's settings
+module, then the test's values): the store reads its settings with no fallback.
 """
 
 from __future__ import annotations
@@ -32,11 +37,21 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
+from scrapy.settings import Settings
 
-__all__ = ["NoidaServer", "RejectingProxy", "elasticsearch_url", "free_port", "noida_binary"]
+__all__ = ["NoidaServer", "RejectingProxy", "elasticsearch_url", "es_settings", "free_port", "noida_binary"]
+
+
+def es_settings(values: dict[str, Any] | None = None, **more: Any) -> Settings:
+    """Settings as ``scrapy crawl`` builds them: ``trawl.settings``, then ``values`` and ``more``."""
+    settings = Settings()
+    settings.setmodule("trawl.settings", priority="project")
+    settings.update({**(values or {}), **more}, priority="cmdline")
+    return settings
 
 
 def free_port() -> int:
@@ -167,18 +182,28 @@ class RejectingProxy:
 
     ``reject`` sees each document line (bytes) of a bulk request and the number
     of the bulk request (1-based); set it (or ``None``) at any time.
+
+    ``fail`` sees the number of each bulk request and may fail it as a whole:
+    ``"503"`` answers 503 without forwarding it, ``"timeout"`` forwards it (the
+    documents are written) and then holds the answer for ``stall`` seconds,
+    longer than the client waits.
     """
 
     def __init__(
-        self, upstream: str, reject: Callable[[bytes, int], bool] | None = None, es8_headers: bool = False
-    ) -> None:
+        self, upstream: str, reject: Callable[[bytes, int], bool] | None = None, es8_headers: bool = False,
+        fail: Callable[[int], str | None] | None = None, stall: float = 3.0,
+    ) -> None:  # fmt: skip
         self.upstream = urlsplit(upstream)
         self.reject = reject
+        self.fail = fail
+        self.stall = stall
         #: Refuse ``compatible-with=9`` media types the way Elasticsearch 8 does (HTTP 400).
         self.es8_headers = es8_headers
         self.compat_seen: set[str] = set()
         self.bulk_requests = 0
         self.rejected = 0
+        #: Bulk requests failed as a whole, by how: {"503": n, "timeout": n}.
+        self.failed: dict[str, int] = {}
         self._lock = threading.Lock()
         proxy = self
 
@@ -198,8 +223,11 @@ class RejectingProxy:
                     if name.lower() not in ("content-length", "transfer-encoding", "connection"):
                         self.send_header(name, value)
                 self.send_header("Content-Length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
+                try:
+                    self.end_headers()
+                    self.wfile.write(answer)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting ("timeout")
+                    self.close_connection = True
 
             do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _forward
 
@@ -237,11 +265,29 @@ class RejectingProxy:
             }
             answer = orjson.dumps({"error": {**error, "root_cause": [error]}, "status": 400})
             return 400, [("X-Elastic-Product", "Elasticsearch"), ("Content-Type", "application/json")], answer
-        if method not in ("POST", "PUT") or "/_bulk" not in path.split("?")[0] or self.reject is None:
+        if method not in ("POST", "PUT") or "/_bulk" not in path.split("?")[0]:
+            return self._upstream(method, path, headers, body)
+        if self.reject is None and self.fail is None:
             return self._upstream(method, path, headers, body)
         with self._lock:
             self.bulk_requests += 1
             number = self.bulk_requests
+        how = self.fail(number) if self.fail is not None else None
+        if how is not None:
+            with self._lock:
+                self.failed[how] = self.failed.get(how, 0) + 1
+            if how == "503":
+                error = {"type": "unavailable_shards_exception", "reason": "injected by the test proxy"}
+                answer = orjson.dumps({"error": {**error, "root_cause": [error]}, "status": 503})
+                headers_503 = [("X-Elastic-Product", "Elasticsearch"), ("Content-Type", "application/json")]
+                return 503, headers_503, answer
+            if how == "timeout":
+                answered = self._upstream(method, path, headers, body)
+                time.sleep(self.stall)  # the client's timeout passes: it never hears that this was written
+                return answered
+            raise ValueError(f"fail() returned {how!r}: '503', 'timeout' or None")
+        if self.reject is None:
+            return self._upstream(method, path, headers, body)
         lines = [line for line in body.split(b"\n") if line.strip()]
         pairs: list[tuple[bytes, bytes | None]] = []
         i = 0

@@ -19,7 +19,7 @@ from pathlib import Path
 from scrapy.commands import ScrapyCommand
 
 from trawl.errors import TrawlError, TrawlUsageError
-from trawl.plugins.elasticsearch_store import dead_letter_path, replay_dead_letters
+from trawl.stores.elasticsearch.deadletters import dead_letter_path, replay_dead_letters
 from trawl.stores.registry import uri_scheme
 
 

@@ -1,0 +1,31 @@
+"""The Elasticsearch store, one module per concern; this module is the plugin.
+
+* :mod:`.config`: reading its settings (defaults in ``trawl/settings.py`` only);
+* :mod:`.connection`: ``STORE_URI``, clients, an unreachable cluster in one line;
+* :mod:`.templates`: index names, strict ECS mappings, composable templates;
+* :mod:`.documents`: a URL's ``_id`` and JSON document around :mod:`trawl.provenance`;
+* :mod:`.writer`: the sans-IO batch write (create, merge with ``if_seq_no``,
+  backoff on 429s and failed requests) and its sync and async drivers;
+* :mod:`.deadletters`: what the cluster still refused, and ``scrapy es-replay``;
+* :mod:`.reading`: URL-ordered listings (``read_runs``, ``read_domain``);
+* :mod:`.search`: ``scrapy search``;
+* :mod:`.store`: :class:`ElasticsearchStore`, the contract's every Protocol.
+
+Registered like any third-party store: ``trawl_register_stores`` under the
+``trawl`` entry-point group. The ``elasticsearch`` client is imported only when
+a store talks to a cluster, not when this plugin is loaded.
+"""
+
+from __future__ import annotations
+
+from trawl.pluginmanager import hookimpl
+from trawl.stores.elasticsearch.search import ElasticsearchSearcher
+from trawl.stores.elasticsearch.store import ElasticsearchStore
+
+
+@hookimpl
+def trawl_register_stores() -> dict[str, type[ElasticsearchStore]]:
+    return {"elasticsearch": ElasticsearchStore}
+
+
+__all__ = ["ElasticsearchSearcher", "ElasticsearchStore", "trawl_register_stores"]
