@@ -98,7 +98,8 @@ def test_sql_merge_is_the_provenance_rule(tmp_path: Path) -> None:
             "SELECT url, sources, first_seen, last_seen, captures, statuses, mimes FROM urls")
     }  # fmt: skip
     assert stored == {
-        url: (p.sources, p.first_seen, p.last_seen, p.captures, p.statuses, p.mimes) for url, p in model.items()
+        url: (p.sources, p.first_seen, p.last_seen, p.captures, p.statuses, p.mimes)
+        for url, p in model.items()
     }
     assert con.execute("PRAGMA integrity_check").fetchone() == ("ok",)
 
@@ -144,7 +145,9 @@ def test_writing_only_store_lacks_the_rest(store_plugin: Path) -> None:
 def test_writing_only_store_works_for_a_plain_crawl(workdir: Path, server: FakeCdxServer, store_plugin: Path):
     out = workdir / "stored.txt"
     settings = {"WAYBACK_BASE_URL": server.base_url, "STORE_URI": f"text://{out}"}
-    result = run_scrapy(workdir, *crawl_args("wayback", DOMAIN, settings), env={"PYTHONPATH": str(store_plugin)})
+    result = run_scrapy(
+        workdir, *crawl_args("wayback", DOMAIN, settings), env={"PYTHONPATH": str(store_plugin)}
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert sorted(out.read_text().split()) == URLS
 
@@ -177,6 +180,7 @@ def test_writing_only_store_cannot_be_searched(workdir: Path, store_plugin: Path
                         env={"PYTHONPATH": str(store_plugin)})  # fmt: skip
     assert result.returncode == 2
     assert_no_traceback(result)
-    assert "trawl: error: the 'text' store (TextStore) does not implement SearchableStore (scrapy search)" in (
-        result.stderr
+    assert (
+        "trawl: error: the 'text' store (TextStore) does not implement SearchableStore (scrapy search)"
+        in (result.stderr)
     )

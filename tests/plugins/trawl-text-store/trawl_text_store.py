@@ -36,7 +36,7 @@ class TextStore:
     def write_batch(self, batch) -> int:
         urls = batch.frame.get_column("url").to_list()
         new = [u not in self.known for u in urls]
-        fresh = [u for u, n in zip(urls, new) if n]
+        fresh = [u for u, n in zip(urls, new, strict=True) if n]
         self.known.update(fresh)
         self.file.write("".join(u + "\n" for u in fresh))
         batch.frame = batch.frame.with_columns(pl.Series("new", new), pl.lit(False).alias("repeat"))
