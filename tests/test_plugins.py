@@ -198,9 +198,9 @@ def test_the_exact_command_from_the_bug_report(workdir: Path) -> None:
 
 
 def test_crawl_all_refuses_an_essential_plugin_too(workdir: Path, server: FakeCdxServer) -> None:
-    args = crawl_args("all", "example.com", {"TRAWL_PLUGINS_DISABLED": "url_filter,store"})
+    args = crawl_args("all", "example.com", {"TRAWL_PLUGINS_DISABLED": "url_filter,dedup"})
     result = run_scrapy(workdir, *args)
-    assert_refused(result, "TRAWL_PLUGINS_DISABLED: store cannot be disabled")
+    assert_refused(result, "TRAWL_PLUGINS_DISABLED: dedup cannot be disabled")
     assert "source" not in result.stdout  # no summary table: nothing ran
 
 
