@@ -72,6 +72,7 @@ def main() -> None:
     parser.add_argument("--page-lines", type=int, default=5_000)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--store-dir", default=None, help="where bench.db goes (default: a new temp dir)")
+    parser.add_argument("--profile", default=None, metavar="FILE", help="run the crawl under cProfile into FILE")
     parser.add_argument(
         "--set",
         action="append",
@@ -96,8 +97,10 @@ def main() -> None:
         workdir = Path(tempfile.mkdtemp(prefix="trawl-bench-"))
         store_dir = Path(args.store_dir or workdir)
         (store_dir / "bench.db").unlink(missing_ok=True)
+        profile = ["-m", "cProfile", "-o", str(Path(args.profile).resolve())] if args.profile else []
         command = [
             sys.executable,
+            *profile,
             "-m",
             "scrapy",
             "crawl",
