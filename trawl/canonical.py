@@ -111,18 +111,52 @@ def canonicalize_many(urls: list[str]) -> tuple[list[str | None], list[str | Non
 _INVALID: tuple[None, None] = (None, None)
 
 
+#: URLs that are already in canonical form, as a Rust regex (no look-around):
+#: lower-case http(s) scheme and ASCII host whose last label starts with a
+#: letter (so never an IPv4 spelling, WHATWG's "ends in a number"), an optional
+#: port of 1-4 digits, a path and query of characters neither WHATWG nor trawl
+#: rewrite (no '%', no "'" in the query, which special URLs escape), and no
+#: fragment. :data:`_FAST_EXCLUDED` takes out dot segments and ``xn--`` labels.
+#: ``tests/test_canonical.py`` proves the fast path gives what ada gives.
+_FAST = (
+    r"^https?://(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)*[a-z](?:[a-z0-9-]*[a-z0-9])?(?::[1-9][0-9]{0,3})?"
+    r"/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*(?:\?[A-Za-z0-9\-._~!$&()*+,;=:@/?]+)?$"
+)
+_FAST_EXCLUDED = r"/\.\.?(?:/|\?|$)|^https?://[^/]*xn--"
+#: Default ports, the one change the fast path makes.
+_DEFAULT_PORT = r"^(http://[^/:]+):80/|^(https://[^/:]+):443/"
+
+
+def fast_path(series: pl.Series) -> pl.Series:
+    """Which of ``series`` are canonical already, but for a default port (see :data:`_FAST`)."""
+    return series.str.contains(_FAST) & ~series.str.contains(_FAST_EXCLUDED)
+
+
 def canonicalize_series(series: pl.Series) -> pl.DataFrame:
     """Columns ``url`` and ``host`` (Utf8, null where invalid) for a Utf8 series.
 
-    Unique values only go through :func:`canonicalize_many`; a left join on
-    them puts the rows back in order. A null input gives null outputs.
+    Unique values only are canonicalized, and a left join on them puts the
+    rows back in order. URLs in canonical form already (nearly all archive
+    records) are recognised by one regex in polars, multi-threaded, and only
+    lose a default port; the rest go through ada one by one
+    (:func:`canonicalize_many`). On 1,000,000 archive captures (749,017
+    distinct) ada's path cost 7.9 of 23.6 profiled seconds (issue 8).
+    A null input gives null outputs.
     """
     import polars as pl  # only batch users pay polars' import time
 
     uniques = series.drop_nulls().unique()
-    canonical, hosts = canonicalize_many(uniques.to_list())
+    quick = fast_path(uniques)
+    slow = uniques.filter(~quick)
+    canonical, hosts = canonicalize_many(slow.to_list())
     schema = {"key": pl.Utf8, "url": pl.Utf8, "host": pl.Utf8}
-    table = pl.DataFrame({"key": uniques, "url": canonical, "host": hosts}, schema=schema)
+    fast = (
+        uniques.filter(quick)
+        .to_frame("key")
+        .with_columns(url=pl.col("key").str.replace(_DEFAULT_PORT, "$1$2/"))
+        .with_columns(host=pl.col("url").str.extract(r"^https?://([^/:]+)", 1))
+    )
+    table = pl.concat([fast, pl.DataFrame({"key": slow, "url": canonical, "host": hosts}, schema=schema)])
     return (
         series.cast(pl.Utf8)
         .to_frame("key")
