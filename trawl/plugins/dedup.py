@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from trawl import hookimpl
 from trawl.context import RunContext
 from trawl.items import Batch, UrlBatch
-from trawl.pluginmanager import hookimpl
 
 
 def _clean_sets(*columns: str) -> pl.Expr:

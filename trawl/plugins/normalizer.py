@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import polars as pl
 
+from trawl import hookimpl
 from trawl.canonical import canonicalize_series
 from trawl.context import RunContext
 from trawl.items import Batch
-from trawl.pluginmanager import hookimpl
 
 _UNSAFE = r'[,"\\\x00-\x1f\x7f]'
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import polars as pl
 
+from trawl import hookimpl
 from trawl.context import RunContext
 from trawl.items import Batch
-from trawl.pluginmanager import hookimpl
 
 
 @hookimpl

@@ -13,10 +13,10 @@ from collections.abc import Callable
 
 import polars as pl
 
+from trawl import hookimpl
 from trawl.context import RunContext
 from trawl.filters import FilterConfig
 from trawl.items import Batch
-from trawl.pluginmanager import hookimpl
 
 
 def _by_value(column: pl.Series, allowed: Callable[[str], bool]) -> pl.Series:

@@ -18,7 +18,7 @@ a store talks to a cluster, not when this plugin is loaded.
 
 from __future__ import annotations
 
-from trawl.pluginmanager import hookimpl
+from trawl import hookimpl
 from trawl.stores.elasticsearch.search import ElasticsearchSearcher
 from trawl.stores.elasticsearch.store import ElasticsearchStore
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trawl.pluginmanager import hookimpl
+from trawl import hookimpl
 from trawl.stores.sqlite.store import SqliteStore, sqlite_path
 
 __all__ = ["SqliteStore", "sqlite_path", "trawl_register_stores"]
