@@ -38,7 +38,8 @@ def _messy(url: str, kind: int, i: int) -> str:
     if kind == 2:
         return url + ("&" if "?" in url else "?") + f"q=caf%c3%a9+{i}&r=%7euser"
     if kind == 3:
-        return url.replace("/", "/ü/", 3) + "é"
+        head, _, path = url.partition("://")
+        return f"{head}://{path.replace('/', '/ü/', 2)}é"
     if kind == 4:
         return url.split("://", 1)[1]
     if kind == 5:
