@@ -25,7 +25,7 @@ from scrapy.utils.misc import load_object
 from trawl.arguments import split_list
 from trawl.errors import TrawlUsageError
 from trawl.jobdir import RESUMABLE
-from trawl.outcome import COMPLETE, SKIPPED_NO_KEY
+from trawl.outcome import COMPLETE, SKIPPED_NO_KEY, error_count
 from trawl.ratelimits import format_duration, parse_rate
 from trawl.spiders.base import COMMON_ARGUMENTS, FILTER_ARGUMENTS
 from trawl.stores.registry import store_class
@@ -56,6 +56,12 @@ class SourceRun:
     @property
     def outcome(self) -> str:
         return self.stat("trawl/outcome", "failed") or "failed"
+
+    @property
+    def errors(self) -> int:
+        """This source's errors: its own, not those other sources logged in the process."""
+        stats = self.crawler.stats
+        return error_count(stats.get_stats()) if stats is not None else 0
 
     @property
     def ok(self) -> bool:
@@ -128,7 +134,7 @@ def summary_table(runs: list[SourceRun], settings: Settings, check_only: bool) -
                 f"{r.stat('trawl/pages'):,}",
                 f"{r.stat('trawl/urls_unique'):,}",
                 f"{r.stat('trawl/urls_new'):,}",
-                f"{r.stat('trawl/errors'):,}",
+                f"{r.errors:,}",
                 f"{max(r.finished - r.started, 0):.1f} s",
                 r.outcome,
             )

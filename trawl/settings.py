@@ -42,6 +42,8 @@ EXTENSIONS = {
     "trawl.extensions.progress.Progress": 500,
     "scrapy.extensions.throttle.AutoThrottle": None,
     "trawl.extensions.throttle.SourceAutoThrottle": 0,
+    # ERROR lines counted per crawler: one source's error is not another's (crawl all).
+    "trawl.extensions.errors.ErrorAttribution": 0,
 }
 PROGRESS_INTERVAL = 10.0
 LOG_LEVEL = "INFO"

@@ -18,6 +18,7 @@ from scrapy.exceptions import UsageError
 
 from trawl.arguments import parse_bool
 from trawl.errors import TrawlError
+from trawl.extensions.errors import unattributed_errors
 from trawl.middlewares.proxies import read_proxy_list
 from trawl.outcome import COMPLETE
 from trawl.pluginmanager import plugin_manager_from_settings
@@ -96,7 +97,12 @@ class Command(ScrapyCrawlCommand):
             sys.stderr.write(f"trawl: error: cannot write the exports: {exc}\n")
             self.exitcode = EXIT_INCOMPLETE
         print(summary_table(runs, self.settings, check_only))
-        if self.crawler_process.bootstrap_failed or not all(run.ok for run in runs):
+        stray = unattributed_errors()
+        if stray:
+            # Not any one source's (no spider named): no state above is marked for it, the status is.
+            lines = "1 ERROR line" if len(stray) == 1 else f"{len(stray)} ERROR lines"
+            sys.stderr.write(f"trawl: {lines} came from no particular source, first: {stray[0]}\n")
+        if self.crawler_process.bootstrap_failed or stray or not all(run.ok for run in runs):
             self.exitcode = EXIT_INCOMPLETE
 
     def _store_needs(self, exports: bool = False) -> tuple[str, ...]:
