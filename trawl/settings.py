@@ -36,6 +36,8 @@ FEED_EXPORTERS = {
     "csv": "trawl.exporters.RecordCsvExporter",
 }
 FEED_EXPORT_ENCODING = "utf-8"
+# -O replaces a file at the end of the run, and only with one that has URLs (trawl.feedstorage).
+FEED_STORAGES = {"": "trawl.feedstorage.SafeFileFeedStorage", "file": "trawl.feedstorage.SafeFileFeedStorage"}
 
 # --- Progress ----------------------------------------------------------------------------
 EXTENSIONS = {
