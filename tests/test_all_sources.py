@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.conftest import CrawlResult, assert_no_traceback, run_scrapy
+from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.otx import FakeOtxServer, OtxUrl
 from tests.servers.urlscan import FakeUrlscanServer, make_result
@@ -174,3 +174,132 @@ def test_estimated_duration_under_the_rate_limit() -> None:
     from trawl.ratelimits import format_duration
 
     assert format_duration(max(0, 600 - 60) * 60 / 60) == "9.0 min"  # 600 requests at 60/60s
+
+
+# --- each source's state from its own errors only (issue 9, item 4) -------------------------
+
+#: A plugin that fails the way a bug does: an exception in a hook for one source (Scrapy logs
+#: "Error processing ..." naming that source's spider), or an ERROR line naming no spider.
+FAULTY_PLUGIN = '''
+import logging
+import os
+
+from trawl import hookimpl
+
+
+@hookimpl
+def trawl_open(context):
+    if os.environ.get("FAULTY_ANONYMOUS") == context.source:
+        logging.getLogger("some.library").error("an error line that names no source")
+
+
+@hookimpl
+def trawl_filter_batch(batch, context):
+    if os.environ.get("FAULTY_SOURCE") == context.source:
+        raise RuntimeError(f"plugin bug on {context.source}")
+    return None
+'''
+
+
+def faulty_plugin(workdir: Path, **env: str) -> dict[str, str]:
+    """The plugin module in a directory of its own; the environment that loads it."""
+    module_dir = workdir.parent / "faulty"
+    module_dir.mkdir(exist_ok=True)
+    (module_dir / "faulty_plugin.py").write_text(FAULTY_PLUGIN, encoding="utf-8")
+    return {"PYTHONPATH": str(module_dir), **env}
+
+
+def test_one_source_errors_the_others_stay_complete(workdir: Path) -> None:
+    from tests.servers.otx import make_urls, server_error
+
+    urls = list(make_urls("example.com", 700))  # two OTX pages of 500
+    with (
+        wayback_server() as wayback,
+        FakeOtxServer(urls=urls, fail_pages={2: [server_error(502)] * 5}) as otx,
+        urlscan_server() as urlscan,
+    ):
+        result = crawl_all(
+            workdir,
+            "-a",
+            "sources=wayback,otx,urlscan",
+            settings={
+                "WAYBACK_BASE_URL": wayback.base_url,
+                "OTX_BASE_URL": otx.base_url,
+                "URLSCAN_BASE_URL": urlscan.base_url,
+                "RETRY_TIMES": 1,
+                "RETRY_BACKOFF_BASE": 0.01,
+            },
+        )
+        assert otx.pages_requested().count(2) == 2  # asked, retried once, given up
+    assert_no_traceback(result)
+    assert result.returncode == 1
+    assert any("HTTP 502" in line and "page 2" in line for line in result.errors), result.errors
+    summary = table(result)
+    states = {name: row[-1] for name, row in summary.items()}
+    assert states == {"wayback": "complete", "otx": "partial", "urlscan": "complete"}
+    errors = {name: row[4] for name, row in summary.items()}
+    assert errors == {"wayback": "0", "otx": "1", "urlscan": "0"}
+
+
+def test_an_exception_in_one_source_is_that_sources_error(workdir: Path) -> None:
+    env = faulty_plugin(workdir, FAULTY_SOURCE="otx")
+    with wayback_server() as wayback, otx_server() as otx:
+        result = crawl_all(
+            workdir,
+            "-a",
+            "sources=wayback,otx",
+            settings={
+                "WAYBACK_BASE_URL": wayback.base_url,
+                "OTX_BASE_URL": otx.base_url,
+                "TRAWL_PLUGINS": '{"faulty_plugin": true}',
+            },
+            env=env,
+        )
+    assert result.returncode == 1
+    assert any("plugin bug on otx" in line for line in result.stderr.splitlines())
+    states = {name: row[-1] for name, row in table(result).items()}
+    assert states == {"wayback": "complete", "otx": "partial"}
+
+
+def test_an_error_line_of_no_source_fails_the_run_not_a_source(workdir: Path) -> None:
+    env = faulty_plugin(workdir, FAULTY_ANONYMOUS="otx")
+    with wayback_server() as wayback, otx_server() as otx:
+        result = crawl_all(
+            workdir,
+            "-a",
+            "sources=wayback,otx",
+            settings={
+                "WAYBACK_BASE_URL": wayback.base_url,
+                "OTX_BASE_URL": otx.base_url,
+                "TRAWL_PLUGINS": '{"faulty_plugin": true}',
+            },
+            env=env,
+        )
+    assert result.returncode == 1  # an error was shown: the run is not a success
+    states = {name: row[-1] for name, row in table(result).items()}
+    assert states == {"wayback": "complete", "otx": "complete"}  # but it is no source's
+    assert (
+        "trawl: 1 ERROR line came from no particular source, first: "
+        "some.library: an error line that names no source"
+    ) in result.stderr
+
+
+def test_a_single_source_still_counts_any_error_line(workdir: Path) -> None:
+    """``scrapy crawl X`` runs one crawler: every ERROR line in the process is its own."""
+    with wayback_server() as wayback:
+        settings = {"WAYBACK_BASE_URL": wayback.base_url, "TRAWL_PLUGINS": '{"faulty_plugin": true}'}
+        raised = run_scrapy(
+            workdir,
+            *crawl_args("wayback", "example.com", settings),
+            env=faulty_plugin(workdir, FAULTY_SOURCE="wayback"),
+        )
+        anonymous = run_scrapy(
+            workdir,
+            *crawl_args("wayback", "example.com", settings),
+            env=faulty_plugin(workdir, FAULTY_ANONYMOUS="wayback"),
+        )
+    assert raised.returncode == 1
+    assert "plugin bug on wayback" in raised.stderr
+    assert "wayback: partial" in raised.stderr
+    assert anonymous.returncode == 1
+    assert "wayback: partial" in anonymous.stderr

@@ -3,8 +3,10 @@
 Registered in ``FEED_EXPORTERS`` for the ``txt``, ``jsonl``/``jsonlines`` and
 ``csv`` formats, which Scrapy picks from the output file's extension. A URL
 batch is written by polars' own writers, one call per batch; URLs this run
-passed on already (``repeat``) are left out, so each URL is written once.
-Non-batch items fall back to Scrapy's behaviour for that format.
+passed on already (``repeat``) are left out, so each URL is written once,
+and so are URLs a file appended to (``-o``) holds already
+(:mod:`trawl.feedappend`). Non-batch items fall back to Scrapy's behaviour
+for that format.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import IO, Any
 import polars as pl
 from scrapy.exporters import BaseItemExporter, CsvItemExporter, JsonLinesItemExporter
 
+from trawl.feedappend import known_urls, unseen
 from trawl.items import UrlBatch
 
 CSV_FIELDS = ("url", "host", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes", "new")
@@ -32,10 +35,11 @@ class UrlListExporter(BaseItemExporter):
     def __init__(self, file: IO[bytes], **kwargs: Any) -> None:
         super().__init__(dont_fail=True, **kwargs)
         self.file = file
+        self.known = known_urls(file, "txt")
 
     def export_item(self, item: Any) -> None:
         if isinstance(item, UrlBatch):
-            urls = item.first_in_run().get_column("url")
+            urls = unseen(item.first_in_run().select("url"), self.known).get_column("url")
             if len(urls):
                 self.file.write(("\n".join(urls.to_list()) + "\n").encode())
             return
@@ -47,11 +51,15 @@ class UrlListExporter(BaseItemExporter):
 class RecordJsonLinesExporter(JsonLinesItemExporter):
     """One JSON object per URL, with its provenance."""
 
+    def __init__(self, file: IO[bytes], **kwargs: Any) -> None:
+        super().__init__(file, **kwargs)
+        self.known = known_urls(file, "jsonl")
+
     def export_item(self, item: Any) -> None:
         if not isinstance(item, UrlBatch):
             super().export_item(item)
             return
-        frame = record_frame(item)
+        frame = unseen(record_frame(item), self.known)
         if frame.height:
             buffer = io.BytesIO()
             frame.write_ndjson(buffer)
@@ -64,12 +72,15 @@ class RecordCsvExporter(CsvItemExporter):
     def __init__(self, file: IO[bytes], **kwargs: Any) -> None:
         kwargs.setdefault("fields_to_export", list(CSV_FIELDS))
         super().__init__(file, **kwargs)
+        self.known = known_urls(file, "csv")
+        if self.known is not None:
+            self._headers_not_written = False  # the file has its header row
 
     def export_item(self, item: Any) -> None:
         if not isinstance(item, UrlBatch):
             super().export_item(item)
             return
-        frame = record_frame(item).with_columns(
+        frame = unseen(record_frame(item), self.known).with_columns(
             pl.col("sources", "statuses", "mimes").list.join("|"),
             pl.when(pl.col("new")).then(pl.lit("true")).otherwise(pl.lit("false")).alias("new"),
         )

@@ -12,6 +12,21 @@ BLOCKED = "blocked"
 SKIPPED_NO_KEY = "skipped-no-key"
 
 
+def error_count(stats: Mapping[str, Any]) -> int:
+    """The errors of this run: trawl's own count, or the ERROR lines it logged if more.
+
+    Any ERROR line counts, not only the ones trawl reports itself (a failing
+    exporter, a plugin raising): an error the user was shown is not "complete".
+    Only this crawler's lines count (``trawl/log_errors``, see
+    :mod:`trawl.extensions.errors`); without that counter, Scrapy's
+    ``log_count/ERROR``, which counts every crawler's lines in the process.
+    """
+    logged = stats.get("trawl/log_errors")
+    if logged is None:
+        logged = stats.get("log_count/ERROR", 0)
+    return max(stats.get("trawl/errors", 0), logged)
+
+
 def run_outcome(stats: Mapping[str, Any], reason: str | None) -> str:
     """complete / partial / failed / blocked / skipped-no-key.
 
@@ -23,9 +38,7 @@ def run_outcome(stats: Mapping[str, Any], reason: str | None) -> str:
         return SKIPPED_NO_KEY
     if stats.get("trawl/blocked"):
         return BLOCKED
-    # Any ERROR line counts, not only the ones trawl reports itself (a failing
-    # exporter, a plugin raising): an error the user was shown is not "complete".
-    errors = max(stats.get("trawl/errors", 0), stats.get("log_count/ERROR", 0))
+    errors = error_count(stats)
     pages = stats.get("trawl/pages", 0)
     if errors and not pages:
         return FAILED

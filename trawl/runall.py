@@ -6,8 +6,8 @@ blocked, 5xx after retries, malformed answers) neither stops nor slows the
 others. All of them write to the same store, which merges provenance: a URL
 three sources report is one row listing three.
 
-Exports (``-o``) are written once every source has finished, from the store,
-for the URLs this run touched: one line per URL with its merged provenance,
+Exports (``-o``) are written once every source has finished, from the store
+(:mod:`trawl.storeexport`): one line per URL with its merged provenance,
 which per-crawler feed exports could not give.
 """
 
@@ -16,19 +16,16 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.utils.misc import load_object
 
 from trawl.arguments import split_list
 from trawl.errors import TrawlUsageError
 from trawl.jobdir import RESUMABLE
-from trawl.outcome import COMPLETE, SKIPPED_NO_KEY
+from trawl.outcome import COMPLETE, SKIPPED_NO_KEY, error_count
 from trawl.ratelimits import format_duration, parse_rate
 from trawl.spiders.base import COMMON_ARGUMENTS, FILTER_ARGUMENTS
-from trawl.stores.registry import store_class
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler, CrawlerProcess
@@ -56,6 +53,16 @@ class SourceRun:
     @property
     def outcome(self) -> str:
         return self.stat("trawl/outcome", "failed") or "failed"
+
+    @property
+    def run_id(self) -> str | None:
+        return self.stat("trawl/run_id", None) or None
+
+    @property
+    def errors(self) -> int:
+        """This source's errors: its own, not those other sources logged in the process."""
+        stats = self.crawler.stats
+        return error_count(stats.get_stats()) if stats is not None else 0
 
     @property
     def ok(self) -> bool:
@@ -128,7 +135,7 @@ def summary_table(runs: list[SourceRun], settings: Settings, check_only: bool) -
                 f"{r.stat('trawl/pages'):,}",
                 f"{r.stat('trawl/urls_unique'):,}",
                 f"{r.stat('trawl/urls_new'):,}",
-                f"{r.stat('trawl/errors'):,}",
+                f"{r.errors:,}",
                 f"{max(r.finished - r.started, 0):.1f} s",
                 r.outcome,
             )
@@ -173,31 +180,3 @@ def _estimate_duration(run: SourceRun, settings: Settings) -> str:
     # The first window's budget goes at once; every further request waits its share.
     seconds = max(0, requests - count) * period / count
     return format_duration(seconds)
-
-
-def export_from_store(
-    runs: list[SourceRun], feeds: Mapping[str, Mapping[str, Any]], settings: Settings, pm: Any
-) -> int:
-    """Write ``-o`` files for ``all`` from the store: each URL once, provenance merged."""
-    if not feeds:
-        return 0
-    uri = (settings.get("STORE_URI") or "").strip()
-    if not uri:
-        raise TrawlUsageError("-o with 'all' exports from the store: set STORE_URI")
-    reader: Any = store_class(uri, pm, needs=("read",))
-    run_ids = [r.stat("trawl/run_id", None) for r in runs]
-    run_ids = [run_id for run_id in run_ids if run_id]
-    exporters = settings.getdict("FEED_EXPORTERS")
-    written = 0
-    for path, options in feeds.items():
-        fmt = options.get("format") or Path(path).suffix.lstrip(".")
-        if fmt not in exporters:
-            raise TrawlUsageError(f"no exporter for the {fmt!r} format of {path}")
-        with open(path, "wb" if options.get("overwrite") else "ab") as file:
-            exporter = load_object(exporters[fmt])(file)
-            exporter.start_exporting()
-            for batch in reader.read_runs(uri, run_ids, settings):
-                exporter.export_item(batch)
-                written += len(batch)
-            exporter.finish_exporting()
-    return written

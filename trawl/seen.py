@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import polars as pl
 
+_SEED = 0x7472617716
+
 
 class SeenUrls:
     """A growing set of URL hashes with batch lookups."""
@@ -23,17 +25,25 @@ class SeenUrls:
     def __len__(self) -> int:
         return sum(len(level) for level in self.levels)
 
+    def contains(self, urls: pl.Series) -> pl.Series:
+        """A boolean Series: which of ``urls`` the set holds (nothing is added)."""
+        return self._lookup(urls.hash(seed=_SEED))
+
     def add(self, urls: pl.Series) -> pl.Series:
         """Add a batch of distinct URLs; return a boolean Series: seen before this call."""
-        hashes = urls.hash(seed=0x7472617716)
-        seen = pl.Series([False] * len(hashes))
-        for level in self.levels:
-            position = level.search_sorted(hashes).clip(0, len(level) - 1)
-            seen |= level.gather(position) == hashes
+        hashes = urls.hash(seed=_SEED)
+        seen = self._lookup(hashes)
         fresh = hashes.filter(~seen).sort()
         if len(fresh):
             self.levels.append(fresh)
             while len(self.levels) > 1 and len(self.levels[-2]) <= 2 * len(self.levels[-1]):
                 top = self.levels.pop()
                 self.levels[-1] = pl.concat([self.levels[-1], top]).sort()
+        return seen
+
+    def _lookup(self, hashes: pl.Series) -> pl.Series:
+        seen = pl.Series([False] * len(hashes), dtype=pl.Boolean)
+        for level in self.levels:
+            position = level.search_sorted(hashes).clip(0, len(level) - 1)
+            seen |= level.gather(position) == hashes
         return seen

@@ -36,12 +36,16 @@ FEED_EXPORTERS = {
     "csv": "trawl.exporters.RecordCsvExporter",
 }
 FEED_EXPORT_ENCODING = "utf-8"
+# -O replaces a file at the end of the run, and only with one that has URLs (trawl.feedstorage).
+FEED_STORAGES = {"": "trawl.feedstorage.SafeFileFeedStorage", "file": "trawl.feedstorage.SafeFileFeedStorage"}
 
 # --- Progress ----------------------------------------------------------------------------
 EXTENSIONS = {
     "trawl.extensions.progress.Progress": 500,
     "scrapy.extensions.throttle.AutoThrottle": None,
     "trawl.extensions.throttle.SourceAutoThrottle": 0,
+    # ERROR lines counted per crawler: one source's error is not another's (crawl all).
+    "trawl.extensions.errors.ErrorAttribution": 0,
 }
 PROGRESS_INTERVAL = 10.0
 LOG_LEVEL = "INFO"

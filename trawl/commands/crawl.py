@@ -18,11 +18,14 @@ from scrapy.exceptions import UsageError
 
 from trawl.arguments import parse_bool
 from trawl.errors import TrawlError
+from trawl.extensions.errors import unattributed_errors
 from trawl.middlewares.proxies import read_proxy_list
 from trawl.outcome import COMPLETE
 from trawl.pluginmanager import plugin_manager_from_settings
-from trawl.runall import ALL, export_from_store, start_all, summary_table, use_trawl_jobdir
+from trawl.runall import ALL, start_all, summary_table, use_trawl_jobdir
+from trawl.storeexport import export_from_store
 from trawl.stores.registry import check_store_uri
+from trawl.target import parse_target
 
 if TYPE_CHECKING:
     import pluggy
@@ -90,13 +93,21 @@ class Command(ScrapyCrawlCommand):
             return
         self.crawler_process.start()
         check_only = parse_bool("check_only", opts.spargs.get("check_only", False))
+        spargs = opts.spargs
+        target = parse_target(spargs.get("domain"), parse_bool("subs", spargs.get("subs", True)))
+        run_ids = [run.run_id for run in runs if run.run_id]
         try:
-            export_from_store(runs, {} if check_only else feeds, self.settings, plugins)
+            export_from_store(run_ids, {} if check_only else feeds, self.settings, plugins, target)
         except (TrawlError, OSError) as exc:
             sys.stderr.write(f"trawl: error: cannot write the exports: {exc}\n")
             self.exitcode = EXIT_INCOMPLETE
         print(summary_table(runs, self.settings, check_only))
-        if self.crawler_process.bootstrap_failed or not all(run.ok for run in runs):
+        stray = unattributed_errors()
+        if stray:
+            # Not any one source's (no spider named): no state above is marked for it, the status is.
+            lines = "1 ERROR line" if len(stray) == 1 else f"{len(stray)} ERROR lines"
+            sys.stderr.write(f"trawl: {lines} came from no particular source, first: {stray[0]}\n")
+        if self.crawler_process.bootstrap_failed or stray or not all(run.ok for run in runs):
             self.exitcode = EXIT_INCOMPLETE
 
     def _store_needs(self, exports: bool = False) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
 from trawl.limiter import existing_limiter
-from trawl.outcome import run_outcome
+from trawl.outcome import error_count, run_outcome
 from trawl.ratelimits import format_duration, parse_rate
 from trawl.secrets import install_redaction
 
@@ -133,6 +133,6 @@ class Progress:
             _n(stats.get("trawl/urls_new")),
             _n(stats.get("trawl/duplicates")),
             _n(filtered),
-            _n(stats.get("trawl/errors")),
+            _n(error_count(stats)),
             _n(captures / elapsed if elapsed > 0 else 0),
         )

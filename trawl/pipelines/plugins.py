@@ -163,7 +163,12 @@ class PluginPipeline:
         stats = self.crawler.stats
         stats.inc_value("trawl/errors")
         stats.inc_value("trawl/errors/store")
-        logger.error("store: %s: %s; stopping the crawl (rerun to complete it)", what, exc)
+        logger.error(
+            "store: %s: %s; stopping the crawl (rerun to complete it)",
+            what,
+            exc,
+            extra={"spider": self.crawler.spider},  # this source's error, not its neighbours'
+        )
         engine = self.crawler.engine
         if engine is not None and engine.spider is not None:
             deferred_from_coro(engine.close_spider_async(reason="store_error"))

@@ -193,6 +193,7 @@ class ElasticsearchStore:
                 " replay them with: scrapy es-replay",
                 len(lines), len(batch), batch.source, batch.page or "-", first.status,
                 error_text(first.error), self.dead_letters,
+                extra={"spider": self.context.spider},  # this source's error (crawl all)
             )  # fmt: skip
         return sum(write.new)
 
