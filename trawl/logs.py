@@ -94,7 +94,11 @@ def record_counters(record: logging.LogRecord) -> dict[str, Any] | None:
     if stats is None:
         return None
     values = stats.get_stats()
-    return {name: values[key] for name, key in COUNTERS.items() if key in values}
+    counters = {name: values.get(key, 0) for name, key in COUNTERS.items()}
+    counters["pages_total"] = values.get(COUNTERS["pages_total"])  # None: not known yet
+    if COUNTERS["outcome"] not in values:
+        del counters["outcome"]  # set when the run ends
+    return counters
 
 
 class JsonFormatter(logging.Formatter):
