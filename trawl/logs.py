@@ -60,10 +60,14 @@ def is_trawl_record(record: logging.LogRecord) -> bool:
 
 
 class ConsoleSelection(logging.Filter):
-    """Below WARNING, only trawl's own lines (see the module docstring)."""
+    """Below WARNING, only trawl's own lines (see the module docstring).
+
+    ``stdout`` is what a command printed, logged instead with ``LOG_STDOUT``
+    (the table of ``crawl all``): output, not chatter.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno >= logging.WARNING or is_trawl_record(record):
+        if record.levelno >= logging.WARNING or is_trawl_record(record) or record.name == "stdout":
             return True
         return isinstance(record.msg, str) and record.msg.startswith(_SCRAPY_LINES_KEPT)
 
