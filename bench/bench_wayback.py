@@ -72,7 +72,9 @@ def main() -> None:
     parser.add_argument("--page-lines", type=int, default=5_000)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--store-dir", default=None, help="where bench.db goes (default: a new temp dir)")
-    parser.add_argument("--profile", default=None, metavar="FILE", help="run the crawl under cProfile into FILE")
+    parser.add_argument(
+        "--profile", default=None, metavar="FILE", help="run the crawl under cProfile into FILE"
+    )
     parser.add_argument(
         "--set",
         action="append",
