@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable, Collection
 from typing import Any
 
-from scrapy.settings import BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from trawl.errors import TrawlUsageError
 from trawl.filters import check_status_codes
@@ -182,8 +182,10 @@ def _source_map(
         mapping = settings.getdict(name)
     except (TypeError, ValueError):
         raise _fail(name, f"must be a JSON object by source, e.g. {form}", raw) from None
+    # Only keys typed with -s: a project (or trawl's defaults) may name sources a plugin setting left out.
+    typed = (settings.getpriority(name) or 0) >= SETTINGS_PRIORITIES["cmdline"]
     for source in mapping:
-        if sources is not None and source not in sources:
+        if typed and sources is not None and source not in sources:
             raise TrawlUsageError(
                 f"{name} names no source {source!r} (known: {', '.join(sorted(sources))}); e.g. {form}"
             )
