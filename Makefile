@@ -1,10 +1,13 @@
 # trawl: two commands a newcomer needs (see README.md).
 #   make crawl DOMAIN=example.com   set up, then collect the domain's URLs from every source into trawl.db and urls.txt
 #   make test                       set up, then lint and run the whole test suite
+# make's own exit status is 0 or 2: a crawl that exits 1 (partial, failed) makes make exit 2, after
+# "make: *** [...] Error 1". Scripts that need the crawl's status run .venv/bin/trawl crawl ... directly.
 PYTHON ?= python3
 VENV ?= .venv
 DOMAIN ?= example.com
 SOURCE ?= all
+ARGS ?=
 BIN := $(VENV)/bin
 
 .PHONY: setup crawl test bench clean
@@ -18,7 +21,7 @@ $(BIN)/.installed: pyproject.toml
 setup: $(BIN)/.installed
 
 crawl: setup
-	$(BIN)/scrapy crawl $(SOURCE) -a domain=$(DOMAIN) -O urls.txt
+	$(BIN)/trawl crawl $(SOURCE) -a domain=$(DOMAIN) -O urls.txt $(ARGS)
 
 test: setup
 	$(BIN)/ruff check .

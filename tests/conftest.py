@@ -58,6 +58,9 @@ class CrawlResult:
 #: Politeness is off unless a test asks for it: local servers need no pacing, and
 #: the real budgets (60 requests a minute...) would make the suite crawl.
 FAST = {"RATE_LIMITS_ENABLED": "False", "AUTOTHROTTLE_ENABLED": "False"}
+#: Scrapy's own INFO lines (the stats dump :meth:`CrawlResult.stat` reads) stay on the console
+#: unless a test sets ``TRAWL_LOG_ALL=False`` to see trawl's default console.
+TEST_DEFAULTS = {**FAST, "TRAWL_LOG_ALL": "True"}
 
 
 def run_scrapy(workdir: Path, *args: str, timeout: float = 120, env: dict | None = None) -> CrawlResult:
@@ -66,7 +69,7 @@ def run_scrapy(workdir: Path, *args: str, timeout: float = 120, env: dict | None
         given = " ".join(args)
         args = tuple(args) + tuple(
             arg
-            for name, value in FAST.items()
+            for name, value in TEST_DEFAULTS.items()
             if f"{name}=" not in given
             for arg in ("-s", f"{name}={value}")
         )

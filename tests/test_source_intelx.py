@@ -308,5 +308,5 @@ def test_bad_settings(workdir: Path, bases: tuple[FakeIntelX, FakeIntelX]) -> No
     assert result.returncode == 2
     assert "trawl: error: INTELX_FALLBACK_BASE_URL must be an http(s) URL" in result.stderr
     result = crawl(workdir, bases, settings={"INTELX_PAGE_SIZE": 0})
-    assert result.returncode == 2 and "INTELX_PAGE_SIZE must be at least 1" in result.stderr
+    assert result.returncode == 2 and "INTELX_PAGE_SIZE must be a whole number (at least 1)" in result.stderr
     assert bases[0].requests == []

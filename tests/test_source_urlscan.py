@@ -388,7 +388,7 @@ def test_bad_page_size_setting(workdir: Path) -> None:
     assert result.returncode == 2
     assert_no_traceback(result)
     errors = [line for line in result.stderr.splitlines() if line.startswith("trawl: error:")]
-    assert errors == ["trawl: error: URLSCAN_PAGE_SIZE must be between 1 and 10000, got 20000"]
+    assert errors == ["trawl: error: URLSCAN_PAGE_SIZE must be a whole number from 1 to 10000, got '20000'"]
     assert "Spider opened" not in result.stderr
 
 

@@ -152,8 +152,10 @@ def server() -> Iterator[FakeCdxServer]:
 
 
 def test_relative_uri_is_relative_to_the_working_directory(workdir: Path, server: FakeCdxServer) -> None:
+    (workdir / "data").mkdir()  # an existing directory: never created by trawl
     result = crawl(workdir, server, store_uri="sqlite:///data/rel.db")
     assert_complete(result)
+    assert f"INFO: store: sqlite:///{workdir.resolve() / 'data' / 'rel.db'}" in result.stderr
     assert summary(stored(workdir / "data" / "rel.db")) == EXPECTED
     # The default file is not written besides the one asked for.
     assert sorted(p.name for p in workdir.rglob("*.db")) == ["rel.db"]
@@ -161,6 +163,7 @@ def test_relative_uri_is_relative_to_the_working_directory(workdir: Path, server
 
 def test_absolute_uri(workdir: Path, server: FakeCdxServer, tmp_path: Path) -> None:
     target = tmp_path / "elsewhere" / "deeper" / "abs.db"
+    target.parent.mkdir(parents=True)
     uri = f"sqlite:///{target}"  # target is absolute: four slashes
     assert uri.startswith("sqlite:////")
     result = crawl(workdir, server, store_uri=uri)
@@ -171,7 +174,7 @@ def test_absolute_uri(workdir: Path, server: FakeCdxServer, tmp_path: Path) -> N
 
 def test_tilde_uri_expands_to_home(workdir: Path, server: FakeCdxServer, tmp_path: Path) -> None:
     home = tmp_path / "home"
-    home.mkdir()
+    (home / "stores").mkdir(parents=True)
     result = crawl(workdir, server, store_uri="sqlite:///~/stores/x.db", env={"HOME": str(home)})
     assert_complete(result)
     assert summary(stored(home / "stores" / "x.db")) == EXPECTED

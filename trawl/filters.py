@@ -26,6 +26,23 @@ from trawl.arguments import parse_bool, parse_date, split_list
 from trawl.errors import TrawlUsageError
 
 FILTER_NAMES = ("FILTER_CODE", "FILTER_MIME", "FILTER_URL", "FILTER_KEYWORDS", "MATCH_CODE", "MATCH_MIME")
+#: The status-code lists; waymore's ``validateArgStatusCodes`` takes 3-digit numbers only.
+CODE_NAMES = ("FILTER_CODE", "MATCH_CODE")
+_STATUS_CODE = re.compile(r"\d{3}")
+
+
+def check_status_codes(where: str, value: object) -> None:
+    """Refuse a status list that is not 3-digit codes, as waymore's ``-fc``/``-mc`` do.
+
+    A code that no record has (``-a filter_code=abc``) matched nothing, so it
+    quietly switched status filtering off instead of being refused (issue 9).
+    """
+    for code in split_list(value):
+        if not _STATUS_CODE.fullmatch(code):
+            raise TrawlUsageError(
+                f"{where} expects HTTP status codes of 3 digits, comma-separated (waymore's -fc/-mc),"
+                f" e.g. 404,301,302; got {value!r}"
+            )
 
 
 @dataclass(frozen=True)
@@ -140,6 +157,17 @@ def load_config_file(path: str) -> dict[str, object]:
     return {str(k): v for k, v in data.items()}
 
 
+def _layer_label(
+    name: str, layer: object, settings: object, args: object, config_path: object
+) -> str:
+    """How the user wrote a filter: ``-a filter_code=``, ``FILTER_CODE in config.yml``, ``FILTER_CODE``."""
+    if layer is args:
+        return f"-a {name.lower()}="
+    if layer is not settings:
+        return f"{name} in {config_path}"
+    return name
+
+
 def build_filter_config(settings: Mapping[str, object], args: Mapping[str, object]) -> FilterConfig:
     """Combine settings, an optional config file and spider arguments."""
     layers: list[Mapping[str, object]] = [settings]
@@ -150,10 +178,14 @@ def build_filter_config(settings: Mapping[str, object], args: Mapping[str, objec
     values: dict[str, list[str]] = {}
     for name in FILTER_NAMES:
         chosen: object | None = None
+        where = name
         for layer in layers:
             found = _lookup(layer, name) if layer is not settings else settings.get(name)
             if found is not None:
                 chosen = found
+                where = _layer_label(name, layer, settings, args, config_path)
+        if name in CODE_NAMES:
+            check_status_codes(where, chosen)
         values[name] = list(dict.fromkeys(split_list(chosen)))  # waymore's lists repeat items
     enabled = parse_bool("filters", args.get("filters", True))
     keywords_only = parse_bool("keywords_only", args.get("keywords_only", False))

@@ -1,16 +1,25 @@
 """Keeping API keys and proxy credentials out of every line trawl writes.
 
-Keys are registered here as soon as a spider reads them; a logging filter on
-every root handler replaces them with ``***`` in messages, arguments and
-tracebacks, so no code path (Scrapy's "Crawled <GET ...?apikey=...>" debug
-line included) can print one. Stats and stored records never receive
-request URLs, only the URLs a source reported.
+Keys are registered here as soon as a spider reads them. Every log record is
+made by :class:`RedactedLogRecord` (a log record factory installed when this
+module is imported), whose message, traceback and stack text come out with
+every registered secret replaced by ``***``. The masking lives in the record
+itself, not in a handler or an extension, because Scrapy replaces the root
+handler whenever a crawler is made (``Crawler._update_root_log_handler``) and
+the Progress extension that used to re-attach a handler filter can be switched
+off: with ``PROGRESS_INTERVAL=-1`` a DEBUG VirusTotal run printed
+``...report?apikey=<the key>`` twice (issue 9). Whatever handler, formatter or
+``LOG_FILE`` writes a record, and whichever component is disabled, the record
+cannot show a key. Stats and stored records never receive request URLs, only
+the URLs a source reported.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
+from typing import Any
 
 MASK = "***"
 _MIN_SECRET_LENGTH = 4  # shorter values would mask ordinary words
@@ -34,8 +43,56 @@ def redact(text: str) -> str:
     return text
 
 
+def _masked_text(name: str) -> property:
+    """A record attribute that reads back masked (formatters fill ``exc_text`` late)."""
+
+    def read(record: logging.LogRecord) -> Any:
+        value = record.__dict__.get(name)
+        return redact(value) if isinstance(value, str) else value
+
+    def write(record: logging.LogRecord, value: Any) -> None:
+        record.__dict__[name] = value
+
+    return property(read, write)
+
+
+class RedactedLogRecord(logging.LogRecord):
+    """A log record that cannot show a registered secret, however it is formatted."""
+
+    exc_text = _masked_text("exc_text")
+    stack_info = _masked_text("stack_info")
+
+    def getMessage(self) -> str:  # noqa: N802 - logging's name
+        return redact(super().getMessage())
+
+
+_previous_factory: Callable[..., logging.LogRecord] | None = None
+
+
+def _make_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    assert _previous_factory is not None
+    record = _previous_factory(*args, **kwargs)
+    if type(record) is logging.LogRecord:  # another factory's own class is left alone
+        record.__class__ = RedactedLogRecord
+    return record
+
+
+def install_record_factory() -> None:
+    """Make every log record a :class:`RedactedLogRecord` (idempotent; keeps a previous factory)."""
+    global _previous_factory  # noqa: PLW0603 - one factory per process
+    current = logging.getLogRecordFactory()
+    if current is _make_record:
+        return
+    _previous_factory = current
+    logging.setLogRecordFactory(_make_record)
+
+
 class RedactingFilter(logging.Filter):
-    """Rewrites a record so that no registered secret survives formatting."""
+    """Rewrites a record so that no registered secret survives formatting.
+
+    A second line of defence for records made without the factory (a record
+    built by hand, ``logging.makeLogRecord``): trawl's own log handler has it.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         if not _secrets:
@@ -60,11 +117,15 @@ _FILTER = RedactingFilter()
 
 
 def install_redaction() -> None:
-    """Attach the filter to every handler of the root logger (idempotent).
+    """Ensure the record factory, and attach the filter to every root handler (idempotent).
 
     Handler filters see records from every logger, propagated ones included,
     which a filter on a logger would not.
     """
+    install_record_factory()
     for handler in logging.getLogger().handlers:
         if _FILTER not in handler.filters:
             handler.addFilter(_FILTER)
+
+
+install_record_factory()

@@ -51,6 +51,11 @@ PROGRESS_INTERVAL = 10.0
 LOG_LEVEL = "INFO"
 LOGSTATS_INTERVAL = 0  # the progress line replaces Scrapy's "Crawled N pages" line
 
+# --- Logs (trawl.logs) ---------------------------------------------------------------------
+# The console shows trawl's lines and every warning; Scrapy's banner and dumps go to LOG_FILE.
+TRAWL_LOG_ALL = False  # True: every INFO line on the console too, as plain Scrapy prints them
+TRAWL_LOG_JSON = False  # True: one JSON object a line (time, level, source, message, counters)
+
 # --- Politeness ----------------------------------------------------------------------------
 DOWNLOADER_MIDDLEWARES = {
     # Scrapy's retry, replaced by one that honours Retry-After and backs off with jitter.

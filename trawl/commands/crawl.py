@@ -1,15 +1,19 @@
 """``scrapy crawl`` with one-line errors and an exit status that tells the truth.
 
 Scrapy's own command validates nothing before the reactor starts and exits 0
-after a run that fetched nothing. This one checks the spider's arguments first
-(a bad domain, or a plugin setting the plugin manager refuses, is one line on
-stderr and exit status 2, no traceback) and exits 1 unless every run completed
-(blocked, failed or partial runs are non-zero).
+after a run that fetched nothing. This one checks every setting
+(:mod:`trawl.validation`) and the spider's arguments first (a bad domain, a
+malformed rate limit or a plugin setting the plugin manager refuses is one line
+on stderr and exit status 2, no traceback, nothing sent) and exits 1 unless
+every run completed (blocked, failed or partial runs are non-zero). Logging is
+trawl's (:mod:`trawl.logs`), installed before Scrapy builds its process, so a
+one-line error is not preceded by Scrapy's banner.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 from typing import TYPE_CHECKING
 
@@ -19,13 +23,15 @@ from scrapy.exceptions import UsageError
 from trawl.arguments import parse_bool
 from trawl.errors import TrawlError
 from trawl.extensions.errors import unattributed_errors
+from trawl.logs import install_log_handler
 from trawl.middlewares.proxies import read_proxy_list
 from trawl.outcome import COMPLETE
 from trawl.pluginmanager import plugin_manager_from_settings
 from trawl.runall import ALL, start_all, summary_table, use_trawl_jobdir
 from trawl.storeexport import export_from_store
-from trawl.stores.registry import check_store_uri
+from trawl.stores.registry import check_store_uri, describe_store_uri
 from trawl.target import parse_target
+from trawl.validation import LOGGING_SETTINGS, validate_settings
 
 if TYPE_CHECKING:
     import pluggy
@@ -33,8 +39,21 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 EXIT_INCOMPLETE = 1
 
+logger = logging.getLogger(__name__)
+
 
 class Command(ScrapyCrawlCommand):
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        """After ``-s``/``-L``/``--logfile`` are read, before Scrapy's process (and its banner) exists."""
+        super().process_options(args, opts)
+        assert self.settings is not None
+        try:
+            validate_settings(self.settings, names=LOGGING_SETTINGS)
+        except TrawlError as exc:
+            sys.stderr.write(f"trawl: error: {exc}\n")
+            sys.exit(EXIT_USAGE)
+        install_log_handler(self.settings)
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError("give exactly one source to crawl, e.g. scrapy crawl wayback")
@@ -42,6 +61,8 @@ class Command(ScrapyCrawlCommand):
         try:
             # Before any crawler exists: the pipeline and the loader use this same manager.
             plugins = self._plugins()
+            sources = [n for n in self.crawler_process.spider_loader.list() if n != ALL]
+            validate_settings(self.settings, sources=sources)
         except TrawlError as exc:
             self._fail(str(exc))
             return
@@ -69,6 +90,7 @@ class Command(ScrapyCrawlCommand):
             return
         crawler = self._create_crawler(name)
         use_trawl_jobdir(crawler.settings)
+        self._log_store(plugins)
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
         if self.crawler_process.bootstrap_failed:
@@ -91,6 +113,7 @@ class Command(ScrapyCrawlCommand):
         except TrawlError as exc:
             self._fail(str(exc))
             return
+        self._log_store(plugins)
         self.crawler_process.start()
         check_only = parse_bool("check_only", opts.spargs.get("check_only", False))
         spargs = opts.spargs
@@ -115,6 +138,12 @@ class Command(ScrapyCrawlCommand):
         assert self.settings is not None
         needs = ("resume",) if self.settings.get("JOBDIR") else ()
         return (*needs, "read") if exports else needs
+
+    def _log_store(self, plugins: pluggy.PluginManager) -> None:
+        """Where this run's URLs go, resolved: ``store: sqlite:////abs/dir/trawl.db``."""
+        assert self.settings is not None
+        uri = str(self.settings.get("STORE_URI") or "").strip()
+        logger.info("store: %s", describe_store_uri(uri, plugins))
 
     def _plugins(self) -> pluggy.PluginManager:
         """The crawl's plugin manager; raises ``TrawlUsageError`` for bad plugin settings."""

@@ -1,9 +1,11 @@
 """What every trawl source spider shares: arguments, scope, filters, failures.
 
-Arguments are validated twice on purpose: by ``scrapy crawl`` before the
-reactor starts (so bad input is one line and exit status 2, not a traceback),
-and again when the spider is built, for runs that bypass the command
-(scrapyd, ``CrawlerProcess``).
+Arguments and settings (:mod:`trawl.validation`) are validated twice on
+purpose: by ``scrapy crawl`` before the reactor starts (so bad input is one
+line and exit status 2, not a traceback), and again when the spider is built,
+for runs that bypass the command (scrapyd, ``CrawlerProcess``): raising there
+stops the crawler before its first request, so a bad politeness setting cannot
+let requests out ungated.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from trawl.keys import KeyRing, read_keys
 from trawl.limiter import sleep
 from trawl.secrets import redact
 from trawl.target import Target, parse_target
+from trawl.validation import validate_settings
 
 #: Arguments every source accepts, beyond the filter names.
 COMMON_ARGUMENTS = frozenset(
@@ -89,6 +92,7 @@ class SourceSpider(scrapy.Spider):
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> SourceSpider:
+        validate_settings(crawler.settings)
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.configure(crawler.settings, spider.arguments)
         return spider

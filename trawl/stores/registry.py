@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from trawl.errors import TrawlUsageError
+from trawl.secrets import redact
 from trawl.stores.contract import WritingStore, describe_missing, missing_capabilities
 
 if TYPE_CHECKING:
@@ -59,3 +60,15 @@ def check_store_uri(uri: str, pm: pluggy.PluginManager, needs: tuple[str, ...] =
 def create_store(uri: str, context: RunContext, pm: pluggy.PluginManager) -> WritingStore:
     """Build (not open) the store that ``uri`` names."""
     return store_class(uri, pm)(uri, context)
+
+
+def describe_store_uri(uri: str, pm: pluggy.PluginManager) -> str:
+    """The store as the start of a run logs it: resolved (a SQLite file's absolute path), no credentials."""
+    if not uri:
+        return "none (STORE_URI is empty: exports only)"
+    describe = getattr(store_class(uri, pm), "describe_uri", None)
+    shown = describe(uri) if describe is not None else uri
+    parts = urlsplit(shown)
+    if parts.password:
+        shown = shown.replace(f":{parts.password}@", ":***@", 1)
+    return redact(shown)

@@ -77,7 +77,22 @@ class SqliteStore:
 
     @classmethod
     def check_uri(cls, uri: str) -> None:
-        sqlite_path(uri)
+        """The directory must exist: it is never created (a cron job as root made ``/nonexistent/dir``)."""
+        path = sqlite_path(uri)
+        if path == ":memory:":
+            return
+        directory = Path(path).absolute().parent
+        if not directory.is_dir():
+            raise TrawlUsageError(
+                f"STORE_URI {uri!r}: the directory {str(directory)!r} does not exist"
+                " (create it, or name a file in an existing directory)"
+            )
+
+    @classmethod
+    def describe_uri(cls, uri: str) -> str:
+        """``sqlite:///trawl.db`` -> ``sqlite:////abs/dir/trawl.db``: where the file really is."""
+        path = sqlite_path(uri)
+        return "sqlite:///:memory:" if path == ":memory:" else f"sqlite:///{Path(path).resolve()}"
 
     def __init__(self, uri: str, context: RunContext) -> None:
         self.path = sqlite_path(uri)
@@ -96,8 +111,8 @@ class SqliteStore:
 
     def open(self) -> None:
         try:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            if self.path != ":memory:" and not Path(self.path).absolute().parent.is_dir():
+                raise StoreError(f"cannot open the SQLite store {self.path!r}: its directory does not exist")
             con = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=60)
             con.execute("PRAGMA journal_mode=WAL")
             con.execute(f"PRAGMA synchronous={self.synchronous}")
