@@ -384,6 +384,6 @@ def test_progress_line(workdir: Path) -> None:
         result = crawl(workdir, srv, settings={"PROGRESS_INTERVAL": 0.2, "CONCURRENT_REQUESTS_PER_DOMAIN": 1})
     progress = [line for line in result.stderr.splitlines() if "captures/s |" in line]
     assert progress, result.stderr[-2000:]
-    assert "pages " in progress[0] and "unique URLs" in progress[0]
+    assert "pages " in progress[0] and "unique URL" in progress[0]  # "1 unique URL", "2 unique URLs"
     summary = [line for line in result.stderr.splitlines() if "wayback: complete" in line]
     assert summary and "duplicates dropped" in summary[0] and "filtered" in summary[0]
