@@ -28,7 +28,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from trawl.limiter import Clock, SourceLimiter
+from trawl.limiter import MIN_MARGIN, Clock, SourceLimiter
 
 #: Windows without a 429 before the budget and concurrency grow by one. Each probe
 #: above the real limit costs one 429 and a window's pause: one in six windows at most.
@@ -89,7 +89,7 @@ class Backpressure:
         current = limiter.requests
         if current is None:
             limiter.requests, limiter.period = max(served, 1), self.window
-            limiter.margin = max(0.05, self.window * 0.01)
+            limiter.margin = max(MIN_MARGIN, self.window * 0.01)
         else:
             limiter.requests = max(1, served if 0 < served < current else current // 2)
         limiter.concurrency = max(1, limiter.concurrency // 2)
