@@ -452,7 +452,8 @@ def test_collinfo_failures(tmp_path: Path) -> None:
         ([cc.service_unavailable()] * 2, "HTTP 503 for the list of crawl indexes"),
         ([cc.gateway_timeout()] * 2, "HTTP 504 for the list of crawl indexes"),
         ([cc.html_200()], "sent an HTML page instead of the list of crawl indexes"),
-        ([cc.malformed_collinfo()], "is not a usable list of crawl indexes: it is not valid JSON"),
+        # cut short in transfer: retried like a 5xx (RETRY_TIMES=1), then given up
+        ([cc.malformed_collinfo()] * 2, "is not a usable list of crawl indexes: it is not valid JSON"),
     ]
     servers = [fake() for _ in cases]
     for server, (faults, _) in zip(servers, cases, strict=True):

@@ -259,7 +259,8 @@ def test_key_never_in_debug_log_or_store(workdir: Path, bases: tuple[FakeIntelX,
         ),
         ("result", [server_error(502), server_error(502)], "HTTP 502 from http://127.0.0.1:", "http"),
         ("result", [html_200()], "result page 1: IntelX sent an HTML page instead of JSON", "html"),
-        ("result", [malformed()], "result page 1: unreadable answer", "malformed"),
+        # retried like a 5xx (RETRY_TIMES=1), then given up
+        ("result", [malformed(), malformed()], "result page 1: unreadable answer", "malformed"),
     ],
 )
 def test_error_shapes(

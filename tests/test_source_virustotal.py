@@ -265,7 +265,7 @@ def test_over_quota_twice_is_one_error(workdir: Path, server: FakeVirusTotal) ->
         ([rate_limited(), rate_limited()], "rate limited (HTTP 429) after 1 retries", "rate_limited"),
         ([server_error(502), server_error(502)], "HTTP 502 from http://127.0.0.1:", "http"),
         ([html_200()], "HTML page instead of a JSON domain report", "html"),
-        ([malformed()], "unreadable domain report", "malformed"),
+        ([malformed(), malformed()], "unreadable domain report", "malformed"),  # retried once, given up
     ],
 )
 def test_error_shapes(workdir: Path, server: FakeVirusTotal, faults: list, message: str, kind: str) -> None:

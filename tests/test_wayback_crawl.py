@@ -297,12 +297,17 @@ def test_malformed_answer(workdir: Path, server: FakeCdxServer) -> None:
 
 def test_truncated_page_is_fetched_again(workdir: Path, server: FakeCdxServer) -> None:
     server.truncate_pages = {1}
-    result = crawl(workdir, server, "-o", "u.txt")
+    result = crawl(workdir, server, "-o", "u.txt", settings={"RETRY_BACKOFF_BASE": 0.01})
     assert_no_traceback(result)
-    # the fake server truncates every time: the row is lost, counted and said
-    assert result.stat("trawl/pages_refetched") == "1"
+    # the fake server truncates every time: retried like a 5xx (RETRY_TIMES=1), then given up:
+    # the row is lost, counted and said, and the run is partial
+    assert [p for p in server.pages_requested() if p == 1] == [1, 1]
+    assert result.stat("retry/reason_count/bad body") == "1"
     assert result.stat("trawl/bad_lines") == "1"
-    assert "unreadable line" in result.stderr
+    gave_up = [e for e in result.errors if "CDX page 1: 1 unreadable line(s)" in e]
+    assert len(gave_up) == 1 and "gave up after 1 retry" in gave_up[0]
+    assert "retry 1 of 1" in result.stderr
+    assert result.returncode == 1 and result.stat("trawl/outcome") == "partial"
     assert len(set(result.lines("u.txt"))) >= len(FILTERED_IN) - 1
 
 
@@ -379,6 +384,6 @@ def test_progress_line(workdir: Path) -> None:
         result = crawl(workdir, srv, settings={"PROGRESS_INTERVAL": 0.2, "CONCURRENT_REQUESTS_PER_DOMAIN": 1})
     progress = [line for line in result.stderr.splitlines() if "captures/s |" in line]
     assert progress, result.stderr[-2000:]
-    assert "pages " in progress[0] and "unique URLs" in progress[0]
+    assert "pages " in progress[0] and "unique URL" in progress[0]  # "1 unique URL", "2 unique URLs"
     summary = [line for line in result.stderr.splitlines() if "wayback: complete" in line]
     assert summary and "duplicates dropped" in summary[0] and "filtered" in summary[0]

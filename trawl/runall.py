@@ -22,6 +22,7 @@ from scrapy import signals
 
 from trawl.arguments import split_list
 from trawl.errors import TrawlUsageError
+from trawl.failcause import estimate_unknown
 from trawl.jobdir import RESUMABLE
 from trawl.outcome import COMPLETE, SKIPPED_NO_KEY, error_count
 from trawl.ratelimits import format_duration, parse_rate
@@ -162,15 +163,17 @@ def use_trawl_jobdir(settings: Settings) -> None:
 
 
 def _estimate_requests(run: SourceRun) -> str:
-    if run.stat("trawl/estimate/unknown", False):
-        return "unknown"
+    """The requests a full run would make; ``unknown (HTTP 503)`` when the count failed."""
     if run.outcome == SKIPPED_NO_KEY:
         return "-"
+    unknown = estimate_unknown(run.crawler.stats.get_stats()) if run.crawler.stats is not None else None
+    if unknown is not None:
+        return unknown
     return f"{run.stat('trawl/estimate/requests'):,}"
 
 
 def _estimate_duration(run: SourceRun, settings: Settings) -> str:
-    if run.stat("trawl/estimate/unknown", False) or run.outcome == SKIPPED_NO_KEY:
+    if run.outcome == SKIPPED_NO_KEY or _estimate_requests(run).startswith("unknown"):
         return "-"
     requests = run.stat("trawl/estimate/requests")
     limit = settings.getdict("RATE_LIMITS").get(run.name)

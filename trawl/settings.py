@@ -48,6 +48,8 @@ EXTENSIONS = {
     "trawl.extensions.errors.ErrorAttribution": 0,
 }
 PROGRESS_INTERVAL = 10.0
+# Requests unanswered this long are named in the progress line ("waiting 95 s on 4 requests to ...").
+PROGRESS_STALL_AFTER = 30.0
 LOG_LEVEL = "INFO"
 LOGSTATS_INTERVAL = 0  # the progress line replaces Scrapy's "Crawled N pages" line
 
@@ -72,11 +74,15 @@ DOWNLOAD_HANDLERS = {
     "http": "trawl.handlers.http.GatedHTTPDownloadHandler",
     "https": "trawl.handlers.http.GatedHTTPDownloadHandler",
 }
-SOURCE_CONCURRENCY: dict[str, int] = {}
+# The Internet Archive bans an IP after three 429s in a row: with two requests in flight,
+# the first 429 cannot become three before the gate pauses the source (trawl.aimd).
+SOURCE_CONCURRENCY: dict[str, int] = {"wayback": 2}
 RETRY_LIMITS: dict[str, int] = {}
 RETRY_BACKOFF_BASE = 1.0
 RETRY_BACKOFF_MAX = 60.0
 RETRY_MAX_PAUSE = 3600.0
+# First pause after a ban (connections refused right after 429s), doubling while it lasts.
+RETRY_BAN_PAUSE = 120.0
 PROXY_LIST: list[str] = []
 PROXY_LIST_FILE = ""
 PROXY_BAN_STATUSES = [403, 407, 418]
@@ -92,6 +98,16 @@ AUTOTHROTTLE_TARGET_CONCURRENCY = 2.0
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 4
 DOWNLOAD_TIMEOUT = 120
+# Per source: a CDX page may take a minute to come, an API page that has not come in 30 s will not.
+SOURCE_DOWNLOAD_TIMEOUT = {
+    "wayback": 120,
+    "commoncrawl": 120,
+    "otx": 30,
+    "urlscan": 30,
+    "virustotal": 30,
+    "intelx": 30,
+    "ghostarchive": 60,
+}
 RETRY_ENABLED = True
 RETRY_TIMES = 3
 RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]

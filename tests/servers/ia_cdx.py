@@ -60,6 +60,7 @@ __all__ = [
     "RequestRecord",
     "bad_gateway",
     "connection_reset",
+    "corrupted_body",
     "cut_transfer",
     "fake_digest",
     "gateway_timeout",
@@ -67,6 +68,7 @@ __all__ = [
     "make_capture",
     "rate_limited",
     "service_unavailable",
+    "truncated_body",
     "urlkey_for",
 ]
 
@@ -182,6 +184,22 @@ def cut_transfer() -> FaultResponse:
         b"com,example)/ 20200101000000 http://example.com/ text/html 200 X 1\n" * 40,
         {"Content-Type": _CT_TEXT, _CUT_HEADER: "1"},
     )
+
+
+#: Marker header of the faults below: serve the real page, then spoil its body.
+_SPOIL_HEADER = "X-Fake-Spoil"
+
+
+def truncated_body() -> FaultResponse:
+    """Once: the real page, its body cut inside the last row, in a complete HTTP message
+    (what a proxy or a server that stops writing leaves): lines that do not split."""
+    return (200, b"", {_SPOIL_HEADER: "truncate"})
+
+
+def corrupted_body() -> FaultResponse:
+    """Once: the real page with a field lost in its first row (JSON: a comma), the
+    message itself intact: the bytes went wrong, not the transfer."""
+    return (200, b"", {_SPOIL_HEADER: "corrupt"})
 
 
 # --------------------------------------------------------------------------------------
@@ -924,10 +942,13 @@ class FakeCdxServer:
 
         page_key = q.page if q.page is not None else NO_PAGE
         queue = self.fail_pages.get(page_key)
+        spoil = ""
         if queue:
             fault = self._pop(queue)
             if fault is not None:
-                return self._fault(fault)
+                spoil = fault[2].get(_SPOIL_HEADER, "")
+                if not spoil:
+                    return self._fault(fault)
         if q.page is not None and self.page_status is not None:
             return self._plain(self.page_status, PAGED_QUERY_UNSUPPORTED.encode() + b"\n")
         if page_key in self.html_200_pages:
@@ -939,17 +960,17 @@ class FakeCdxServer:
         if q.page is not None and self.send_num_pages_header:
             extra.append(("X-CDX-Num-Pages", str(self._num_pages(q))))
 
-        truncate = page_key in self.truncate_pages
-        malformed = page_key in self.malformed_json_pages
+        truncate = page_key in self.truncate_pages or spoil == "truncate"
+        malformed = page_key in self.malformed_json_pages or spoil == "corrupt"
         if truncate or malformed:  # faults are never cached
             rendered = self._render(q)
             body = rendered.body
             if malformed:
                 body = _malform(body, q.output_json)
-            if truncate and self.truncate_mode == "body":
+            if truncate and (self.truncate_mode == "body" or spoil):
                 body = _truncate_mid_row(body, q.output_json)
             resp = self._finish(200, rendered.content_type, body, None, use_gzip, extra)
-            resp.drop_connection = truncate and self.truncate_mode == "connection"
+            resp.drop_connection = truncate and self.truncate_mode == "connection" and not spoil
             return resp
 
         if not self.prerender:

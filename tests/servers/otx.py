@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -41,9 +42,13 @@ __all__ = [
     "OtxUrl",
     "RequestRecord",
     "Reply",
+    "connection_reset",
+    "corrupted_json",
     "html_error_page",
     "otx_throttled",
     "server_error",
+    "spoil",
+    "truncated_json",
 ]
 
 #: ``(status, body, headers)`` served verbatim by the fault switches.
@@ -112,6 +117,39 @@ def server_error(status: int = 502) -> FaultResponse:
     return (status, body.encode(), {"Content-Type": "text/html"})
 
 
+#: Pseudo status of :func:`connection_reset`: no answer at all.
+RESET = 0
+#: Marker header of the faults that serve the real answer with a spoilt body.
+_SPOIL_HEADER = "X-Fake-Spoil"
+
+
+def connection_reset() -> FaultResponse:
+    """The connection is reset before any answer (an overloaded or banning server)."""
+    return (RESET, b"", {})
+
+
+def truncated_json() -> FaultResponse:
+    """Once: the real answer cut in the middle, in a complete HTTP message."""
+    return (200, b"", {_SPOIL_HEADER: "truncate"})
+
+
+def corrupted_json() -> FaultResponse:
+    """Once: the real answer with one byte in the middle turned into a NUL: the length
+    and the message are right, the JSON is not (a control character is never valid there)."""
+    return (200, b"", {_SPOIL_HEADER: "corrupt"})
+
+
+def spoil(fault: FaultResponse, body: bytes) -> bytes | None:
+    """The real ``body`` as a spoiling fault leaves it, or ``None`` for any other fault."""
+    how = fault[2].get(_SPOIL_HEADER)
+    if how == "truncate":
+        return body[: len(body) // 2]
+    if how == "corrupt":
+        middle = len(body) // 2
+        return body[:middle] + b"\x00" + body[middle + 1 :]
+    return None
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 64
@@ -136,6 +174,12 @@ class _Handler(BaseHTTPRequestHandler):
             reply = fake.dispatch(self.path, dict(self.headers.items()))
         except Exception as exc:  # a bug here must not look like a network failure
             reply = Reply(500, [("Content-Type", "text/plain")], f"fake server error: {exc!r}\n".encode())
+        if reply.status == RESET:
+            # RST instead of FIN: linger 0, then close without a byte.
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.close_connection = True
+            self.connection.close()
+            return
         head = [f"HTTP/1.1 {reply.status} {_REASONS.get(reply.status, 'Unknown')}"]
         head += [f"Server: {fake.server_header}", "Date: " + formatdate(usegmt=True)]
         head += [f"{k}: {v}" for k, v in reply.headers]
@@ -313,14 +357,17 @@ class FakeOtxServer(LocalApiServer):
         page = _int(request.param("page"), 1)
         limit = min(max(_int(request.param("limit"), 10), 1), self.max_limit)
         faults = self.fail_pages.get(page)
-        if faults:
-            return self.fault(faults.pop(0))
+        fault = faults.pop(0) if faults else None
+        if fault is not None and spoil(fault, b"") is None:
+            return self.fault(fault)
         if page in self.html_200_pages:
             return self.fault(html_error_page(200))
         if self.error_answer is not None:
             status, text = self.error_answer
             return self._json(status, {"error": text})
         body = self._page(kind, indicator, page, limit)
+        if fault is not None:
+            return Reply(200, list(_OTX_HEADERS), spoil(fault, body) or b"")
         if page in self.malformed_pages:
             return Reply(200, list(_OTX_HEADERS), body[: len(body) // 2])
         return Reply(200, list(_OTX_HEADERS), body)

@@ -43,6 +43,7 @@ from tests.servers.otx import (
     RequestRecord,
     html_error_page,
     server_error,
+    spoil,
 )
 
 __all__ = [
@@ -241,8 +242,9 @@ class FakeUrlscanServer(LocalApiServer):
         except _BadQuery as exc:
             return self._json(400, {"message": str(exc), "status": 400}, self._rate_headers(key, quota, now))
         faults = self.fail_pages.get(page)
-        if faults:
-            return self.fault(faults.pop(0))
+        fault = faults.pop(0) if faults else None
+        if fault is not None and spoil(fault, b"") is None:
+            return self.fault(fault)
         if page in self.html_200_pages:
             return self.fault(html_error_page(200))
         if quota is not None:
@@ -250,6 +252,8 @@ class FakeUrlscanServer(LocalApiServer):
         headers = self._rate_headers(key, quota, now)
         if page in self.malformed_pages:
             body = body[: len(body) // 2]
+        if fault is not None:
+            body = spoil(fault, body) or b""
         return Reply(200, [("Content-Type", _CT), *headers], body)
 
     def _over_quota(self, quota: KeyQuota, now: float) -> Reply | None:

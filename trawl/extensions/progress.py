@@ -3,7 +3,12 @@
 Scrapy's LogStats counts responses and items; for trawl a response is a CDX
 page and an item a batch of thousands, so neither says how far a crawl is.
 This line does: pages done of pages known, captures read, unique and new URLs,
-and the capture rate since the previous line.
+and the capture rate since the previous line. When the rate is low it says
+why: the source is paused (a Retry-After, a 429, a ban), waits on its budget
+(``waiting on rate limit (60/60s) until 08:31:05``), or waits on answers that
+do not come (``waiting 95 s on 4 requests to web.archive.org``, and the
+timeouts so far); without that, a stalled run printed 49 identical lines saying
+"0 errors" for 8 minutes (issue 9).
 """
 
 from __future__ import annotations
@@ -15,7 +20,10 @@ from scrapy import signals
 from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
-from trawl.limiter import existing_limiter
+from trawl.counts import counted
+from trawl.failcause import estimate_unknown
+from trawl.inflight import in_flight
+from trawl.limiter import SourceLimiter, existing_limiter
 from trawl.outcome import error_count, run_outcome
 from trawl.ratelimits import format_duration, parse_rate
 from trawl.secrets import install_redaction
@@ -29,12 +37,17 @@ def _n(value: Any) -> str:
     return f"{int(value or 0):,}"
 
 
+def _clock(epoch: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(epoch))
+
+
 class Progress:
     """Logs progress every ``PROGRESS_INTERVAL`` seconds and a summary at the end."""
 
     def __init__(self, crawler: Crawler, interval: float) -> None:
         self.crawler = crawler
         self.interval = interval
+        self.stall_after = crawler.settings.getfloat("PROGRESS_STALL_AFTER")
         self.loop: task.LoopingCall | None = None
         self.started = time.monotonic()
         self.last_time = self.started
@@ -42,7 +55,7 @@ class Progress:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Progress:
-        interval = crawler.settings.getfloat("PROGRESS_INTERVAL", 10.0)
+        interval = crawler.settings.getfloat("PROGRESS_INTERVAL")
         if interval < 0:
             raise NotConfigured
         extension = cls(crawler, interval)
@@ -70,18 +83,29 @@ class Progress:
         self.last_time, self.last_captures = now, captures
         total = stats.get("trawl/pages_total")
         pages = f"{_n(stats.get('trawl/pages'))}/{_n(total) if total is not None else '?'}"
+        limiter = existing_limiter(spider.name)
+        speed = f"{_n(rate)} captures/s"
+        held = limiter.holdup() if limiter is not None else None
+        if held is not None and int(rate) == 0:
+            speed = f"waiting on rate limit ({limiter.budget}) until {_clock(held)}"  # type: ignore[union-attr]
+        fields = [
+            f"pages {pages}",
+            counted(stats.get("downloader/request_count"), "request"),
+            counted(captures, "capture"),
+            counted(stats.get("trawl/urls_unique"), "unique URL"),
+            f"{_n(stats.get('trawl/urls_new'))} new",
+            speed,
+            counted(stats.get("trawl/errors"), "error"),
+        ]
+        if stats.get("trawl/timeouts"):
+            fields.append(counted(stats["trawl/timeouts"], "timeout"))
         spider.logger.info(
-            "%s: pages %s | %s requests | %s captures | %s unique URLs | %s new | %s captures/s"
-            " | %s errors%s",
+            "%s: %s%s%s%s",
             spider.name,
-            pages,
-            _n(stats.get("downloader/request_count")),
-            _n(captures),
-            _n(stats.get("trawl/urls_unique")),
-            _n(stats.get("trawl/urls_new")),
-            _n(rate),
-            _n(stats.get("trawl/errors")),
+            " | ".join(fields),
             self.pause_note(spider),
+            self.gate_note(limiter),
+            self.stall_note(),
         )
 
     def pause_note(self, spider: Spider) -> str:
@@ -89,13 +113,35 @@ class Progress:
         limiter = existing_limiter(spider.name)
         if limiter is None or limiter.paused_until <= time.time():
             return ""
-        until = time.strftime("%H:%M:%S", time.localtime(limiter.paused_until))
-        return f" | paused until {until} ({limiter.pause_reason})"
+        return f" | paused until {_clock(limiter.paused_until)} ({limiter.pause_reason})"
+
+    @staticmethod
+    def gate_note(limiter: SourceLimiter | None) -> str:
+        """ " | waited 2.0 min, budget 15/60s" once the source was paused or its budget cut."""
+        if limiter is None:
+            return ""
+        parts = []
+        if limiter.waited() >= 1:
+            parts.append(f"waited {format_duration(limiter.waited())}")
+        if (limiter.requests, limiter.concurrency) != (limiter.base_requests, limiter.base_concurrency):
+            parts.append(f"budget {limiter.budget}, {limiter.concurrency} at a time")
+        return f" | {', '.join(parts)}" if parts else ""
+
+    def stall_note(self) -> str:
+        """ " | waiting 95 s on 4 requests to web.archive.org" past ``PROGRESS_STALL_AFTER``."""
+        if self.stall_after <= 0:
+            return ""
+        stalled = in_flight(self.crawler).stalled(self.stall_after)
+        if stalled is None:
+            return ""
+        age, count, hosts = stalled
+        return f" | waiting {age:.0f} s on {counted(count, 'request')} to {', '.join(hosts)}"
 
     def log_estimate(self, spider: Spider, stats: dict[str, Any]) -> None:
         """check_only: how many requests a full run would make, and how long they take."""
-        if stats.get("trawl/estimate/unknown"):
-            spider.logger.info("%s: check only: the number of requests is unknown", spider.name)
+        unknown = estimate_unknown(stats)
+        if unknown is not None:
+            spider.logger.info("%s: check only: the number of requests is %s", spider.name, unknown)
             return
         requests = int(stats.get("trawl/estimate/requests", 0))
         limit = self.crawler.settings.getdict("RATE_LIMITS").get(spider.name)
@@ -104,7 +150,7 @@ class Progress:
             count, period = parse_rate(limit)
             duration = f", about {format_duration(max(0, requests - count) * period / count)} at {limit}"
         spider.logger.info(
-            "%s: check only: a full run would make %s requests%s", spider.name, _n(requests), duration
+            "%s: check only: a full run would make %s%s", spider.name, counted(requests, "request"), duration
         )
 
     def spider_closed(self, spider: Spider, reason: str) -> None:
@@ -120,19 +166,32 @@ class Progress:
         filtered = sum(v for k, v in stats.items() if k.startswith("trawl/filtered/"))
         captures = stats.get("trawl/captures", 0)
         spider.logger.info(
-            "%s: %s (%s) in %.1f s: %s requests, %s pages, %s URLs seen, %s unique, "
-            "%s new this run, %s duplicates dropped, %s filtered, %s errors, %s captures/s",
+            "%s: %s (%s) in %.1f s: %s, %s, %s seen, %s unique, %s new this run, %s dropped, "
+            "%s filtered, %s, %s captures/s%s",
             spider.name,
             outcome,
             reason,
             elapsed,
-            _n(stats.get("downloader/request_count")),
-            _n(stats.get("trawl/pages")),
-            _n(captures),
+            counted(stats.get("downloader/request_count"), "request"),
+            counted(stats.get("trawl/pages"), "page"),
+            counted(captures, "URL"),
             _n(stats.get("trawl/urls_unique")),
             _n(stats.get("trawl/urls_new")),
-            _n(stats.get("trawl/duplicates")),
+            counted(stats.get("trawl/duplicates"), "duplicate"),
             _n(filtered),
-            _n(error_count(stats)),
+            counted(error_count(stats), "error"),
             _n(captures / elapsed if elapsed > 0 else 0),
+            self.wait_summary(existing_limiter(spider.name), stats),
+        )
+
+    @staticmethod
+    def wait_summary(limiter: SourceLimiter | None, stats: dict[str, Any]) -> str:
+        """ "; waited 2.0 min in 3 pauses (1 ban), finished at 15/60s, 1 at a time" when it applies."""
+        if limiter is None or (limiter.paused_total <= 0 and limiter.requests == limiter.base_requests):
+            return ""
+        bans = int(stats.get("trawl/bans", 0))
+        ban = f" ({counted(bans, 'ban')})" if bans else ""
+        return (
+            f"; waited {format_duration(limiter.waited())} in {counted(limiter.pauses, 'pause')}{ban}, "
+            f"finished at {limiter.budget}, {limiter.concurrency} at a time"
         )

@@ -288,31 +288,21 @@ class CdxSpider(SourceSpider):
         parsed = parse_page(response.body, response.meta.get("fields"))
         self._note_dialect(endpoint, parsed)
         stats = self.crawler.stats
-        if parsed.bad_lines and not response.meta.get("refetched"):
-            # A cut-off or garbled page is most often a transfer that went wrong:
-            # fetch it once more before settling for what could be read.
-            stats.inc_value("trawl/pages_refetched")
-            yield response.request.replace(dont_filter=True, meta={**response.meta, "refetched": True})
-            return
-        stats.inc_value("trawl/pages")
         if parsed.bad_lines:
-            stats.inc_value("trawl/bad_lines", parsed.bad_lines)
+            # Lines that do not split are most often a transfer that went wrong:
+            # retried like a 5xx; once the retries are spent, what could be read is kept.
+            where = f"CDX page {page}{self.where(response)}"
             if parsed.rows:
-                self.logger.warning(
-                    "%s: CDX page %d%s: skipped %d unreadable line(s)",
-                    self.name,
-                    page,
-                    self.where(response),
-                    parsed.bad_lines,
-                )
+                lines = parsed.rows + parsed.bad_lines
+                message = f"{where}: {parsed.bad_lines} unreadable line(s) of {lines}"
             else:
-                self.record_error(
-                    "malformed",
-                    "CDX page %d%s: unreadable answer (%d bad line(s))",
-                    page,
-                    self.where(response),
-                    parsed.bad_lines,
-                )
+                message = f"{where}: unreadable answer ({parsed.bad_lines} bad line(s))"
+            retry = self.retry_bad_body(response, message)
+            if retry is not None:
+                yield retry
+                return
+            stats.inc_value("trawl/bad_lines", parsed.bad_lines)
+        stats.inc_value("trawl/pages")
         # Also an empty page: the store records it in the page ledger (resume).
         yield self._batch(parsed, index, page)
         if not walk:

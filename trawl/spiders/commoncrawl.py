@@ -40,6 +40,7 @@ from trawl.errors import TrawlUsageError
 from trawl.spiders.cdx_base import CdxSpider
 
 COLLINFO = "collinfo.json"
+NOT_JSON = "it is not valid JSON"
 #: How CDX servers pad a short date: ``from`` down, ``to`` up (pywb's PAD_14_*).
 PAD_DOWN = "10000101000000"
 PAD_UP = "29991231235959"
@@ -113,7 +114,7 @@ def decode_collinfo(body: bytes) -> list[Any]:
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
-        raise CollinfoError("it is not valid JSON") from None
+        raise CollinfoError(NOT_JSON) from None
     indexes_from_collinfo(data)
     return data
 
@@ -319,6 +320,13 @@ class CommonCrawlSpider(CdxSpider):
         try:
             data = decode_collinfo(response.body)
         except CollinfoError as exc:
+            if str(exc) == NOT_JSON:  # a transfer gone wrong, most often: asked for again
+                retry = self.retry_bad_body(
+                    response, "%s is not a usable list of crawl indexes: %s", where, exc
+                )
+                if retry is not None:
+                    yield retry
+                return
             self.record_error("malformed", "%s is not a usable list of crawl indexes: %s", where, exc)
             return
         self._write_cache(data)

@@ -167,6 +167,9 @@ class IntelxSpider(SourceSpider):
             yield from refusal
             return
         answer = self._read_json(response, "search")
+        if isinstance(answer, scrapy.Request):  # an unreadable body, asked for again
+            yield answer
+            return
         if answer is None:
             return
         status = answer.get("status")
@@ -192,6 +195,9 @@ class IntelxSpider(SourceSpider):
             return
         page: int = response.meta["page"]
         answer = self._read_json(response, f"result page {page}")
+        if isinstance(answer, scrapy.Request):  # an unreadable body, asked for again
+            yield answer
+            return
         if answer is None:
             return
         status = answer.get("status")
@@ -235,6 +241,9 @@ class IntelxSpider(SourceSpider):
             yield from refusal
             return
         info = self._read_json(response, "account information")
+        if isinstance(info, scrapy.Request):  # an unreadable body, asked for again
+            yield info
+            return
         if info is None:
             return
         key = self.keys.keys[response.meta["key_index"]]
@@ -304,14 +313,14 @@ class IntelxSpider(SourceSpider):
             self.record_error("http", "HTTP %d from %s", status, self.describe_url(response.url))
         return []
 
-    def _read_json(self, response: Response, what: str) -> dict[str, Any] | None:
+    def _read_json(self, response: Response, what: str) -> dict[str, Any] | scrapy.Request | None:
+        """The JSON object; the request again if the body does not parse; or ``None`` after one error line."""
         if self.reject_html(response, what, "JSON", sender="IntelX"):
             return None
         try:
             answer = orjson.loads(response.body)
         except orjson.JSONDecodeError as exc:
-            self.record_error("malformed", "%s: unreadable answer (%s)", what, exc)
-            return None
+            return self.retry_bad_body(response, "%s: unreadable answer (%s)", what, exc)
         if not isinstance(answer, dict):
             self.record_error("malformed", "%s: unreadable answer (a JSON %s)", what, type(answer).__name__)
             return None

@@ -141,9 +141,11 @@ class OtxSpider(SourceSpider):
             data = json.loads(response.body)
         except ValueError:
             if status == 200:
-                self.record_error(
-                    "malformed", "page %d: unreadable JSON (%d bytes)", page, len(response.body)
+                retry = self.retry_bad_body(
+                    response, "page %d: unreadable JSON (%d bytes)", page, len(response.body)
                 )
+                if retry is not None:
+                    yield retry
             else:
                 self.record_error("http", "HTTP %d for page %d", status, page)
             return None

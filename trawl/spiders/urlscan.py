@@ -33,7 +33,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import scrapy
-from scrapy.downloadermiddlewares.retry import get_retry_request
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
@@ -41,6 +40,7 @@ from trawl.errors import TrawlUsageError
 from trawl.items import CaptureBatch
 from trawl.middlewares.ratelimit import OWN_RATE_LIMITS
 from trawl.retryhints import resume_time
+from trawl.retrying import backoff_retry
 from trawl.spiders.base import SourceSpider, json_error_text
 from trawl.timestamps import iso_timestamp
 
@@ -268,6 +268,9 @@ class UrlscanSpider(SourceSpider):
                 self.record_error("http", "HTTP %d for search page %d (after retries)", status, page)
             return
         data = self._read(response, page)
+        if isinstance(data, scrapy.Request):  # an unreadable body, asked for again
+            yield data
+            return
         if data is None:
             return
         self.crawler.stats.inc_value("trawl/pages")
@@ -285,8 +288,9 @@ class UrlscanSpider(SourceSpider):
         if request is not None:
             yield request
 
-    def _read(self, response: Response, page: int) -> dict[str, Any] | None:
-        """The JSON object of a 200 answer, or ``None`` after one error line."""
+    def _read(self, response: Response, page: int) -> dict[str, Any] | scrapy.Request | None:
+        """The JSON object of a 200 answer; the request again if its body does not parse;
+        or ``None`` after one error line."""
         status = response.status
         if self.reject_html(response, f"search page {page}", "JSON"):
             return None
@@ -299,10 +303,9 @@ class UrlscanSpider(SourceSpider):
         try:
             data = json.loads(response.body)
         except ValueError:
-            self.record_error(
-                "malformed", "search page %d: unreadable JSON (%d bytes)", page, len(response.body)
+            return self.retry_bad_body(
+                response, "search page %d: unreadable JSON (%d bytes)", page, len(response.body)
             )
-            return None
         if not isinstance(data, dict) or not isinstance(data.get("results"), list):
             self.record_error("malformed", "search page %d: a JSON answer without results", page)
             return None
@@ -377,11 +380,9 @@ class UrlscanSpider(SourceSpider):
         self.on_request_error(failure)
 
     def _retry(self, request: scrapy.Request, reason: str) -> scrapy.Request | None:
-        """Scrapy's retry (``RETRY_TIMES``, retry stats), minus its give-up ERROR line:
-        the spider's own error line says what failed, once."""
-        if request.meta.get("retry_times", 0) >= self.settings.getint("RETRY_TIMES", 0):
-            return None
-        return get_retry_request(request, spider=self, reason=reason)
+        """trawl's retry (budget, backoff: trawl.retrying), minus Scrapy's give-up ERROR
+        line: the spider's own error line says what failed, once."""
+        return backoff_retry(self.crawler, request, reason)
 
     # --- records -----------------------------------------------------------------------
 

@@ -144,6 +144,9 @@ class VirustotalSpider(SourceSpider):
                 yield retry
             return
         report = self._read_report(response)
+        if isinstance(report, scrapy.Request):  # an unreadable body, asked for again
+            yield report
+            return
         if report is None:
             return
         stats = self.crawler.stats
@@ -171,8 +174,9 @@ class VirustotalSpider(SourceSpider):
         for item in self._batches(report):
             yield item
 
-    def _read_report(self, response: Response) -> dict[str, Any] | None:
-        """The decoded report, or ``None`` after one error line saying why not."""
+    def _read_report(self, response: Response) -> dict[str, Any] | scrapy.Request | None:
+        """The decoded report; the request again if its body does not parse; or ``None``
+        after one error line saying why not."""
         status = response.status
         if status == 429:
             self.record_error(
@@ -187,8 +191,7 @@ class VirustotalSpider(SourceSpider):
         try:
             report = orjson.loads(response.body)
         except orjson.JSONDecodeError as exc:
-            self.record_error("malformed", "unreadable domain report (%s)", exc)
-            return None
+            return self.retry_bad_body(response, "unreadable domain report (%s)", exc)
         if not isinstance(report, dict):
             self.record_error(
                 "malformed", "unreadable domain report (a JSON %s, not an object)", type(report).__name__
