@@ -201,6 +201,14 @@ def rates(settings: BaseSettings, name: str, sources: Collection[str] | None) ->
             raise _fail(f"{name}[{source!r}]", "must be N requests per T seconds (30/60s)", value) from None
 
 
+def seconds_by_source(minimum: float, above: bool = False) -> Check:
+    def check(settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
+        for source, value in _source_map(settings, name, sources, '{"wayback": 120}').items():
+            _real(value, f"{name}[{source!r}]", minimum, above, "seconds")
+
+    return check
+
+
 def counts_by_source(minimum: int) -> Check:
     def check(settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
         form = f'{{"wayback": {max(minimum, 2)}}}'
@@ -267,6 +275,7 @@ SETTINGS: dict[str, Check] = {
     "TRAWL_RUN_ID": text,
     # progress and logs
     "PROGRESS_INTERVAL": seconds(None),
+    "PROGRESS_STALL_AFTER": seconds(0, above=True),
     "TRAWL_LOG_JSON": scrapy_bool,
     "TRAWL_LOG_ALL": scrapy_bool,
     "LOG_LEVEL": log_level,
@@ -278,6 +287,7 @@ SETTINGS: dict[str, Check] = {
     "RETRY_BACKOFF_BASE": seconds(0),
     "RETRY_BACKOFF_MAX": seconds(0),
     "RETRY_MAX_PAUSE": seconds(0),
+    "RETRY_BAN_PAUSE": seconds(0, above=True),
     "RETRY_ENABLED": scrapy_bool,
     "RETRY_TIMES": whole(0),
     "RETRY_HTTP_CODES": status_list,
@@ -294,6 +304,7 @@ SETTINGS: dict[str, Check] = {
     "CONCURRENT_REQUESTS": whole(1),
     "CONCURRENT_REQUESTS_PER_DOMAIN": whole(1),
     "DOWNLOAD_TIMEOUT": seconds(0, above=True),
+    "SOURCE_DOWNLOAD_TIMEOUT": seconds_by_source(0, above=True),
     # sources
     "WAYBACK_BASE_URL": http_url(),
     "WAYBACK_CDX_PATH": text,
