@@ -18,8 +18,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import orjson
-
 #: ``{source: [run, captures_in_that_run, best_run_count]}`` (``run``: the store's run key)
 SourceCounts = dict[str, list]
 
@@ -56,14 +54,6 @@ def add_run_count(counts: SourceCounts, source: str, run: int | str, captures: i
     previous_run, in_run, best = entry
     in_run = in_run + captures if previous_run == run else captures
     counts[source] = [run, in_run, max(best, in_run)]
-
-
-def dumps_counts(counts: SourceCounts) -> str:
-    return orjson.dumps(counts).decode()
-
-
-def loads_counts(text: str | None) -> SourceCounts:
-    return orjson.loads(text) if text else {}
 
 
 @dataclass
@@ -120,12 +110,3 @@ class Provenance:
             self.first_run if self.first_run != "" else run,
             run,
         )
-
-
-def split_set(text: str | None) -> set[str]:
-    """Comma-joined set text (as SQL stores keep it) -> set."""
-    return set(text.split(",")) if text else set()
-
-
-def join_set(values: set[str]) -> str:
-    return ",".join(sorted(values))
