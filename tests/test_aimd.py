@@ -78,3 +78,21 @@ def test_a_refused_connection_after_a_429_is_a_ban_that_doubles_and_ends() -> No
     # the longest pause did not end it: the server is down, retries are spent as for any failure
     assert pressure.connection_failed(clock.now, "connection refused") is None
     assert pressure.bans == 1
+
+
+def test_an_answer_sent_before_the_cut_does_not_end_the_episode() -> None:
+    # Two requests in flight: the server served one, then answered the other 429 and banned.
+    # Read in the other order, the stale good answer must not turn the reset into an outage.
+    clock = Clock()
+    _, pressure = gate(clock)
+    served_sent = clock.now
+    clock.now += 0.1
+    assert pressure.too_many(clock.now) == 60.0
+    pressure.answered(served_sent)
+    clock.now += 61
+    assert pressure.connection_failed(clock.now, "connection closed") == 120.0
+    assert pressure.bans == 1
+    # a request sent after the ban that is answered ends it
+    clock.now += 121
+    pressure.answered(clock.now)
+    assert pressure.connection_failed(clock.now + 1, "connection closed") is None

@@ -81,5 +81,6 @@ def test_a_ban_is_sat_out_with_the_pages_kept_pending(workdir: Path, ban_mode: s
     assert bans == 1
     assert result.stat("trawl/gave_up") is None
     said = [line for line in result.stderr.splitlines() if "] WARNING:" in line]
-    assert any("wayback: banned (connection" in line and "no retry spent" in line for line in said)
+    banned = [line for line in said if "wayback: banned (connection" in line and "no retry spent" in line]
+    assert banned, result.stderr[-6000:]
     assert "(1 ban)" in summary(result)

@@ -60,10 +60,17 @@ class Backpressure:
         return self.limiter.period or DEFAULT_WINDOW
 
     def answered(self, sent_at: float) -> None:
-        """A good answer: the episode is over; grow back by one after a quiet while."""
+        """A good answer: the episode is over; grow back by one after a quiet while.
+
+        An answer to a request sent before the last cut or ban is stale: with two requests
+        in flight, the one the server still served can be read after the other's 429. It
+        must not end the episode, or the reset that follows is taken for an outage and
+        spends retries instead of waiting out the ban (seen in CI under load).
+        """
         now = self.clock()
-        self.rate_limited = False
-        self._cut_streak = self._ban_streak = 0
+        if not sent_at or sent_at >= max(self._last_cut, self._ban_started):
+            self.rate_limited = False
+            self._cut_streak = self._ban_streak = 0
         self._good.append(sent_at)
         while self._good and self._good[0] < now - self.window:
             self._good.popleft()
