@@ -49,6 +49,8 @@ from urllib.parse import parse_qsl, quote_plus, unquote_plus
 
 import surt as _surt
 
+from tests.servers.inflight import Span, max_in_flight
+
 __all__ = [
     "BLOCKED_SITE_ERROR",
     "CDX_FIELDS",
@@ -548,6 +550,13 @@ class _Handler(BaseHTTPRequestHandler):
         """Silence per-request stderr logging (it would dominate benchmark CPU)."""
 
     def do_GET(self) -> None:
+        arrived = time.monotonic()
+        try:
+            self._answer()
+        finally:
+            self.server.fake.spans.append((arrived, time.monotonic()))
+
+    def _answer(self) -> None:
         try:
             resp = self.server.fake.handle(self.path, dict(self.headers.items()))
         except Exception as exc:  # a bug here must not look like a network failure
@@ -665,6 +674,8 @@ class FakeCdxServer:
 
         #: Thread-safe log of every request (append-only; read it after the calls return).
         self.requests: list[RequestRecord] = []
+        #: ``(arrived, answered)`` monotonic times of every request (see :meth:`max_in_flight`).
+        self.spans: list[Span] = []
         #: Number of bodies actually rendered (cache misses), for cache assertions.
         self.render_count = 0
 
@@ -702,6 +713,11 @@ class FakeCdxServer:
     def clear_requests(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.spans.clear()
+
+    def max_in_flight(self) -> int:
+        """The most requests this server was answering at one time."""
+        return max_in_flight(list(self.spans))
 
     def pages_requested(self) -> list[int | None]:
         """``page`` of each logged CDX request, in arrival order (None = unpaged)."""
