@@ -415,6 +415,8 @@ class _HTTPServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    #: When the answer to the current request started out (``time.monotonic()``).
+    answered: float = 0.0
     server: _HTTPServer
 
     def setup(self) -> None:
@@ -426,11 +428,11 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: test output is the crawler's."""
 
     def do_GET(self) -> None:
-        arrived = time.monotonic()
+        arrived = self.answered = time.monotonic()
         try:
             self._answer()
         finally:
-            self.server.app.spans.append((arrived, time.monotonic()))
+            self.server.app.spans.append((arrived, self.answered))
 
     def _answer(self) -> None:
         try:
@@ -446,6 +448,7 @@ class _Handler(BaseHTTPRequestHandler):
             "Connection: keep-alive",
         ]
         try:
+            self.answered = time.monotonic()  # the client can send again from now on
             self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + resp.body)
         except OSError:
             self.close_connection = True
@@ -459,7 +462,8 @@ class _ServerBase:
         self.port = port
         #: Every request, in arrival order.
         self.requests: list[RequestRecord] = []
-        #: ``(arrived, answered)`` monotonic times of every request (see :meth:`max_in_flight`).
+        #: ``(arrived, answered)`` monotonic times of every request: from the request head read
+        #: to the answer starting out (see :meth:`max_in_flight`).
         self.spans: list[Span] = []
         #: Seconds each request waits before it is answered (as at a remote server).
         self.latency = 0.0

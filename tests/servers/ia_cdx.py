@@ -537,6 +537,8 @@ class _Handler(BaseHTTPRequestHandler):
     """Thin HTTP/1.1 shell; all CDX logic lives in :meth:`FakeCdxServer.handle`."""
 
     protocol_version = "HTTP/1.1"
+    #: When the answer to the current request started out (``time.monotonic()``).
+    answered: float = 0.0
     server: _HTTPServer
 
     def setup(self) -> None:
@@ -550,11 +552,11 @@ class _Handler(BaseHTTPRequestHandler):
         """Silence per-request stderr logging (it would dominate benchmark CPU)."""
 
     def do_GET(self) -> None:
-        arrived = time.monotonic()
+        arrived = self.answered = time.monotonic()
         try:
             self._answer()
         finally:
-            self.server.fake.spans.append((arrived, time.monotonic()))
+            self.server.fake.spans.append((arrived, self.answered))
 
     def _answer(self) -> None:
         try:
@@ -579,6 +581,7 @@ class _Handler(BaseHTTPRequestHandler):
         head.append("Connection: " + ("close" if self.close_connection else "keep-alive"))
         payload = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
         try:
+            self.answered = time.monotonic()  # the client can send again from now on
             self.wfile.write(payload)
             if resp.drop_connection:
                 self.wfile.flush()
@@ -674,7 +677,8 @@ class FakeCdxServer:
 
         #: Thread-safe log of every request (append-only; read it after the calls return).
         self.requests: list[RequestRecord] = []
-        #: ``(arrived, answered)`` monotonic times of every request (see :meth:`max_in_flight`).
+        #: ``(arrived, answered)`` monotonic times of every request: from the request head read
+        #: to the answer starting out (see :meth:`max_in_flight`).
         self.spans: list[Span] = []
         #: Number of bodies actually rendered (cache misses), for cache assertions.
         self.render_count = 0

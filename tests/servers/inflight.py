@@ -1,8 +1,10 @@
 """How many requests a fake server had in flight at once.
 
 Each server records one ``(arrived, answered)`` span per request (``time.monotonic()``
-when its handler thread has read the request head, and when the answer is written), so
-a test or a benchmark can tell how much concurrency a client really used.
+when its handler thread has read the request head, and when the answer starts going
+out), so a test or a benchmark can tell how much concurrency a client really used. The
+span ends *before* the client can have the answer: a client that keeps N requests in
+flight is never seen with N + 1, however late the server's thread gets to run again.
 """
 
 from __future__ import annotations

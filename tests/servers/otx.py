@@ -122,6 +122,8 @@ class _HTTPServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    #: When the answer to the current request started out (``time.monotonic()``).
+    answered: float = 0.0
     server: _HTTPServer
 
     def setup(self) -> None:
@@ -133,11 +135,11 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: tests read the request log instead."""
 
     def do_GET(self) -> None:
-        arrived = time.monotonic()
+        arrived = self.answered = time.monotonic()
         try:
             self._answer()
         finally:
-            self.server.fake.spans.append((arrived, time.monotonic()))
+            self.server.fake.spans.append((arrived, self.answered))
 
     def _answer(self) -> None:
         fake = self.server.fake
@@ -150,6 +152,7 @@ class _Handler(BaseHTTPRequestHandler):
         head += [f"{k}: {v}" for k, v in reply.headers]
         head += [f"Content-Length: {len(reply.body)}", "Connection: keep-alive"]
         try:
+            self.answered = time.monotonic()  # the client can send again from now on
             self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + reply.body)
         except OSError:
             self.close_connection = True
@@ -171,7 +174,8 @@ class LocalApiServer:
         self.port = port
         #: Every request, in arrival order (read it after the client is done).
         self.requests: list[RequestRecord] = []
-        #: ``(arrived, answered)`` monotonic times of every request (see :meth:`max_in_flight`).
+        #: ``(arrived, answered)`` monotonic times of every request: from the request head read
+        #: to the answer starting out (see :meth:`max_in_flight`).
         self.spans: list[Span] = []
         self._lock = threading.Lock()
         self._httpd: _HTTPServer | None = None
