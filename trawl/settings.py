@@ -82,6 +82,9 @@ AUTOTHROTTLE_TARGET_CONCURRENCY = 2.0
 # --- Downloads ---------------------------------------------------------------------------
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 4
+# Scrapy's, with each source's concurrency (SOURCE_CONCURRENCY, else CONCURRENT_REQUESTS_PER_DOMAIN)
+# enforced by its download slot under the asyncio reactor too (see the module).
+DOWNLOADER = "trawl.downloader.Downloader"
 DOWNLOAD_TIMEOUT = 120
 RETRY_ENABLED = True
 RETRY_TIMES = 3
