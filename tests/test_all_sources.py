@@ -7,7 +7,8 @@ from pathlib import Path
 
 from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
-from tests.servers.otx import FakeOtxServer, OtxUrl
+from tests.servers.inflight import max_in_flight
+from tests.servers.otx import FakeOtxServer, OtxUrl, make_urls
 from tests.servers.urlscan import FakeUrlscanServer, make_result
 
 SHARED = "https://example.com/shared/page"
@@ -168,6 +169,33 @@ def test_check_only_estimates_per_source(workdir: Path) -> None:
     assert summary["otx"][0] == "1"
     assert summary["wayback"][1:-1] == ["0", "s"]  # 2 requests fit in one window of 60/60s
     assert not (workdir / "trawl.db").exists() or result.stored() == {}
+
+
+def test_each_source_has_its_own_concurrency_on_one_host(workdir: Path) -> None:
+    """Two sources on 127.0.0.1, gates off, servers that take 0.3 s: each source keeps its
+    own concurrency in flight (its own crawler, its own download slot), no more
+    (trawl.downloader), and the two together the sum."""
+    captures = [make_capture(f"https://example.com/w{i}", "20200101000000") for i in range(8)]
+    with (
+        FakeCdxServer(captures, lines_per_page=1, latency=0.3) as wayback,
+        FakeOtxServer(urls=list(make_urls("example.com", 8)), max_limit=1) as otx,
+    ):
+        otx.latency = 0.3
+        result = crawl_all(
+            workdir,
+            "-a",
+            "sources=wayback,otx",
+            settings={
+                "WAYBACK_BASE_URL": wayback.base_url,
+                "OTX_BASE_URL": otx.base_url,
+                "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
+                "SOURCE_CONCURRENCY": '{"otx": 3}',
+            },
+        )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert len(wayback.requests) == 10 and len(otx.requests) == 8  # count + 8 pages + past the end
+    assert (wayback.max_in_flight(), otx.max_in_flight()) == (2, 3)
+    assert max_in_flight(wayback.spans + otx.spans) == 5
 
 
 def test_estimated_duration_under_the_rate_limit() -> None:

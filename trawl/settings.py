@@ -97,6 +97,9 @@ AUTOTHROTTLE_TARGET_CONCURRENCY = 2.0
 # --- Downloads ---------------------------------------------------------------------------
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 4
+# Scrapy's, with each source's concurrency (SOURCE_CONCURRENCY, else CONCURRENT_REQUESTS_PER_DOMAIN)
+# enforced by its download slot under the asyncio reactor too (see the module).
+DOWNLOADER = "trawl.downloader.Downloader"
 DOWNLOAD_TIMEOUT = 120
 # Per source: a CDX page may take a minute to come, an API page that has not come in 30 s will not.
 SOURCE_DOWNLOAD_TIMEOUT = {

@@ -63,6 +63,8 @@ from urllib.parse import parse_qsl
 from pywb.utils.canonicalize import calc_search_range, canonicalize
 from pywb.warcserver.index.cdxobject import CDXObject
 
+from tests.servers.inflight import Span, max_in_flight
+
 __all__ = [
     "COUNT",
     "MAX_BLOCKS",
@@ -202,8 +204,13 @@ def cc_record(
     mime: str = "text/html",
     crawl: str = "CC-MAIN-2025-33",
     redirect: str | None = None,
+    urlkey: str | None = None,
 ) -> dict[str, str]:
-    """One capture, with the keys, key order and value shapes of Common Crawl's NDJSON lines."""
+    """One capture, with the keys, key order and value shapes of Common Crawl's NDJSON lines.
+
+    ``urlkey``: the SURT key, if the caller computed it already (pywb's
+    canonicalizer is most of the cost when a benchmark builds 100,000 records).
+    """
     if len(timestamp) != 14 or not timestamp.isdigit():
         raise ValueError(f"timestamp must be 14 digits: {timestamp!r}")
     status = str(status)
@@ -213,7 +220,7 @@ def cc_record(
     if url.endswith("/robots.txt"):
         folder = "robotstxt"
     record = {
-        "urlkey": canonicalize(url),
+        "urlkey": urlkey if urlkey is not None else canonicalize(url),
         "timestamp": timestamp,
         "url": url,
         "mime": mime,
@@ -408,6 +415,8 @@ class _HTTPServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    #: When the answer to the current request started out (``time.monotonic()``).
+    answered: float = 0.0
     server: _HTTPServer
 
     def setup(self) -> None:
@@ -419,6 +428,13 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: test output is the crawler's."""
 
     def do_GET(self) -> None:
+        arrived = self.answered = time.monotonic()
+        try:
+            self._answer()
+        finally:
+            self.server.app.spans.append((arrived, self.answered))
+
+    def _answer(self) -> None:
         try:
             resp = self.server.app.handle(self.path, dict(self.headers.items()))
         except Exception as exc:  # a bug here must not look like a network failure
@@ -432,6 +448,7 @@ class _Handler(BaseHTTPRequestHandler):
             "Connection: keep-alive",
         ]
         try:
+            self.answered = time.monotonic()  # the client can send again from now on
             self.wfile.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + resp.body)
         except OSError:
             self.close_connection = True
@@ -445,6 +462,11 @@ class _ServerBase:
         self.port = port
         #: Every request, in arrival order.
         self.requests: list[RequestRecord] = []
+        #: ``(arrived, answered)`` monotonic times of every request: from the request head read
+        #: to the answer starting out (see :meth:`max_in_flight`).
+        self.spans: list[Span] = []
+        #: Seconds each request waits before it is answered (as at a remote server).
+        self.latency = 0.0
         self._lock = threading.Lock()
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -457,11 +479,18 @@ class _ServerBase:
         params = parse_qsl(raw_query, keep_blank_values=True)
         with self._lock:
             self.requests.append(RequestRecord(path, params, raw_query, dict(headers), time.monotonic()))
+        if self.latency:
+            time.sleep(self.latency)
         return path, params
 
     def clear_requests(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.spans.clear()
+
+    def max_in_flight(self) -> int:
+        """The most requests this server was answering at one time."""
+        return max_in_flight(list(self.spans))
 
     def start(self) -> Any:
         httpd = _HTTPServer((self.host, self.port), _Handler)
@@ -529,6 +558,8 @@ class FakeCommonCrawl(_ServerBase):
         self.collinfo_faults: list[FaultResponse] = []
         #: (crawl id, page or COUNT) -> answers served in order before the real one.
         self.index_faults: dict[tuple[str, int | str], list[FaultResponse]] = {}
+        #: Answers rendered by :meth:`prerender_pages`: (crawl, sorted query pairs, gzip) -> answer.
+        self._cache: dict[tuple[str, tuple[tuple[str, str], ...], bool], _Response] = {}
 
     @property
     def base_url(self) -> str:
@@ -577,7 +608,31 @@ class FakeCommonCrawl(_ServerBase):
         fault = self._pop(self.index_faults.get((crawl, COUNT if query.count else query.page), []))
         if fault is not None:
             return self._fault(fault)
+        cached = self._cache.get((crawl, tuple(sorted(params)), gzip_ok))
+        if cached is not None:
+            return cached
         return self._cdx(self.indexes[crawl], query, gzip_ok)
+
+    def prerender_pages(self, crawl: str, params: Sequence[tuple[str, str]], gzip_too: bool = True) -> int:
+        """Render every page of one crawl's query (``params`` without ``page``) ahead of time.
+
+        For benchmarks: a page then costs the server a dict lookup, not a render and
+        a gzip. The key is the sorted query pairs, so any parameter order hits it;
+        the fault switches still come first. Returns the number of pages; render
+        again after changing the index.
+        """
+        pairs = [(k, v) for k, v in params if k != "page"]
+        index = self.indexes[crawl]
+        query = _parse_query(pairs, self.max_blocks)
+        blocks = index.block_range(query.key, query.end_key)
+        pages = 0 if blocks is None else (blocks[1] - blocks[0]) // query.page_size + 1
+        for page in range(pages):
+            page_pairs = [*pairs, ("page", str(page))]
+            query = _parse_query(page_pairs, self.max_blocks)
+            for gzip_ok in (False, True) if gzip_too else (False,):
+                answer = self._cdx(index, query, gzip_ok)
+                self._cache[(crawl, tuple(sorted(page_pairs)), gzip_ok)] = answer
+        return pages
 
     def _cdx(self, index: _Index, q: _Query, gzip_ok: bool) -> _Response:
         blocks = index.block_range(q.key, q.end_key)

@@ -49,6 +49,8 @@ from urllib.parse import parse_qsl, quote_plus, unquote_plus
 
 import surt as _surt
 
+from tests.servers.inflight import Span, max_in_flight
+
 __all__ = [
     "BLOCKED_SITE_ERROR",
     "CDX_FIELDS",
@@ -553,6 +555,8 @@ class _Handler(BaseHTTPRequestHandler):
     """Thin HTTP/1.1 shell; all CDX logic lives in :meth:`FakeCdxServer.handle`."""
 
     protocol_version = "HTTP/1.1"
+    #: When the answer to the current request started out (``time.monotonic()``).
+    answered: float = 0.0
     server: _HTTPServer
 
     def setup(self) -> None:
@@ -566,6 +570,13 @@ class _Handler(BaseHTTPRequestHandler):
         """Silence per-request stderr logging (it would dominate benchmark CPU)."""
 
     def do_GET(self) -> None:
+        arrived = self.answered = time.monotonic()
+        try:
+            self._answer()
+        finally:
+            self.server.fake.spans.append((arrived, self.answered))
+
+    def _answer(self) -> None:
         try:
             resp = self.server.fake.handle(self.path, dict(self.headers.items()))
         except Exception as exc:  # a bug here must not look like a network failure
@@ -588,6 +599,7 @@ class _Handler(BaseHTTPRequestHandler):
         head.append("Connection: " + ("close" if self.close_connection else "keep-alive"))
         payload = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
         try:
+            self.answered = time.monotonic()  # the client can send again from now on
             self.wfile.write(payload)
             if resp.drop_connection:
                 self.wfile.flush()
@@ -683,6 +695,9 @@ class FakeCdxServer:
 
         #: Thread-safe log of every request (append-only; read it after the calls return).
         self.requests: list[RequestRecord] = []
+        #: ``(arrived, answered)`` monotonic times of every request: from the request head read
+        #: to the answer starting out (see :meth:`max_in_flight`).
+        self.spans: list[Span] = []
         #: Number of bodies actually rendered (cache misses), for cache assertions.
         self.render_count = 0
 
@@ -720,6 +735,11 @@ class FakeCdxServer:
     def clear_requests(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.spans.clear()
+
+    def max_in_flight(self) -> int:
+        """The most requests this server was answering at one time."""
+        return max_in_flight(list(self.spans))
 
     def pages_requested(self) -> list[int | None]:
         """``page`` of each logged CDX request, in arrival order (None = unpaged)."""

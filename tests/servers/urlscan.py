@@ -205,6 +205,10 @@ class FakeUrlscanServer(LocalApiServer):
     malformed_pages: set[int] = field(default_factory=set)
     #: Ignore ``search_after`` (a broken server: every page is the first).
     ignore_search_after: bool = False
+    #: Answers rendered by :meth:`prerender_pages`: (q, size, search_after bound) -> (page, body).
+    _cache: dict[tuple[str, int, tuple[int, str] | None], tuple[int, bytes]] = field(
+        default_factory=dict, repr=False
+    )
 
     def __post_init__(self) -> None:
         LocalApiServer.__init__(self)
@@ -308,26 +312,48 @@ class FakeUrlscanServer(LocalApiServer):
     # --- search --------------------------------------------------------------------------
 
     def _search(self, request: RequestRecord) -> tuple[int, bytes]:
-        predicates = _parse_query(request.param("q") or "")
+        q = request.param("q") or ""
         size = _int(request.param("size"), 100)
         if not 1 <= size <= MAX_SIZE:
             raise _BadQuery(f"size must be between 1 and {MAX_SIZE}")
         size = min(size, self.max_size)
-        matching = [r for r in self.results if all(p(r) for p in predicates)]
         after = request.param("search_after")
-        start = 0
+        bound = None
         if after is not None and not self.ignore_search_after:
             bound = _parse_search_after(after)
-            start = sum(1 for r in matching if _sort_key(r) >= bound)
-        chunk = matching[start : start + size]
+        cached = self._cache.get((q, size, bound))
+        if cached is not None:
+            return cached
+        predicates = _parse_query(q)
+        matching = [r for r in self.results if all(p(r) for p in predicates)]
+        start = 0 if bound is None else sum(1 for r in matching if _sort_key(r) >= bound)
+        return start // size + 1, self._answer(matching, start, size)
+
+    def _answer(self, matching: list[dict[str, Any]], start: int, size: int) -> bytes:
         total = min(len(matching), self.total_cap) if self.total_override is None else self.total_override
         answer = {
-            "results": chunk,
+            "results": matching[start : start + size],
             "total": total,
             "took": self.took,
             "has_more": len(matching) > self.total_cap,
         }
-        return start // size + 1, _render(answer)
+        return _render(answer)
+
+    def prerender_pages(self, q: str, size: int = 100) -> int:
+        """Render every page a client walking ``search_after`` gets for ``q`` ahead of time,
+        down to the first short (or empty) one (for benchmarks: a page then costs a dict
+        lookup, not a scan and a pretty-printed dump). Faults and quotas still apply.
+        Returns the number of pages; render again after changing ``results``."""
+        predicates = _parse_query(q)
+        size = min(size, self.max_size)
+        matching = [r for r in self.results if all(p(r) for p in predicates)]
+        start, bound = 0, None
+        while True:
+            self._cache[(q, size, bound)] = (start // size + 1, self._answer(matching, start, size))
+            if len(matching) - start < size:
+                return start // size + 1
+            start += size
+            bound = _sort_key(matching[start - 1])
 
     def search_requests(self) -> list[RequestRecord]:
         return [r for r in self.requests if r.path == "/api/v1/search/"]

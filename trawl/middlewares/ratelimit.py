@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from scrapy import Request, Spider
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+    from scrapy.settings import BaseSettings
 
 logger = logging.getLogger(__name__)
 
@@ -58,14 +59,19 @@ BAN_ERRORS = (
 )
 
 
+def source_concurrency(settings: BaseSettings, spider: Spider | type[Spider]) -> int:
+    """Requests of a source in flight at once: ``SOURCE_CONCURRENCY``, else the spider's
+    ``default_concurrency``, else ``CONCURRENT_REQUESTS_PER_DOMAIN``. The gate holds it,
+    and so does the source's download slot (trawl.downloader), gate or no gate."""
+    default = getattr(spider, "default_concurrency", settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"))
+    return int(settings.getdict("SOURCE_CONCURRENCY").get(spider.name, default))
+
+
 def source_limiter(crawler: Crawler, spider: Spider) -> SourceLimiter:
     settings = crawler.settings
     name = spider.name
     rate = settings.getdict("RATE_LIMITS").get(name, getattr(spider, "default_rate_limit", None))
-    concurrency = settings.getdict("SOURCE_CONCURRENCY").get(
-        name, getattr(spider, "default_concurrency", settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"))
-    )
-    return limiter_for(name, rate, int(concurrency))
+    return limiter_for(name, rate, source_concurrency(settings, spider))
 
 
 class RateLimitMiddleware:

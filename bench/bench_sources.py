@@ -1,0 +1,521 @@
+"""One ``scrapy crawl all`` over four sources against local servers, next to the servers' own time.
+
+Builds one dataset of ~200,000 distinct URLs for one domain, split across the
+Wayback Machine, Common Crawl (several crawl indexes, all queried), OTX and
+urlscan with overlap (by default 40% of the URLs are reported by two sources or
+more, as in reality), and serves each source from its fake server on 127.0.0.1
+with every page rendered before the clock starts. It then runs ``scrapy crawl
+all`` over the four sources, gates off (``RATE_LIMITS_ENABLED=False``, no
+AutoThrottle, no filters), into a fresh SQLite store, as a user would.
+
+Measured: the crawl's wall time (process start to exit), its CPU time (user +
+system) and peak RSS; then *the floor*: the very requests the servers logged
+during the crawl, replayed by a bare keep-alive client (a thread pool in its own
+process, full bodies read, nothing parsed), timed as a whole: the servers' own
+time for the same requests. Also printed: the most requests each server had in
+flight at once, and whether the store holds exactly the expected canonical URLs
+once each, with the expected sources.
+
+Target on a 2-core machine: wall <= 1.5x the floor.
+
+    python bench/bench_sources.py [--urls N] [--overlap F] [--crawls N] [--threads N]
+        [--latency S] [--no-prerender] [--set NAME=VALUE] [--log FILE] [--profile FILE]
+
+The floor replays urlscan's requests in parallel although a client can only
+send them one after the other (each names the last result of the previous
+page); against pre-rendered pages that chain costs a server well under a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bisect
+import datetime as dt
+import hashlib
+import http.client
+import json
+import os
+import random
+import resource
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from itertools import accumulate
+from pathlib import Path
+from typing import Any, TypeVar
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_wayback import watch_peak_rss  # noqa: E402
+from tests.servers.commoncrawl import FakeCommonCrawl, cc_record, collinfo_entry  # noqa: E402
+from tests.servers.ia_cdx import Capture, FakeCdxServer, _host_key, _path_key  # noqa: E402
+from tests.servers.otx import FakeOtxServer, OtxUrl  # noqa: E402
+from tests.servers.urlscan import FakeUrlscanServer, make_result  # noqa: E402
+from trawl.canonical import canonicalize, host_of  # noqa: E402
+from trawl.cdx import Dialect  # noqa: E402
+from trawl.spiders.commoncrawl import CommonCrawlSpider  # noqa: E402
+from trawl.spiders.otx import PAGE_LIMIT as OTX_PAGE_LIMIT  # noqa: E402
+from trawl.spiders.urlscan import UrlscanSpider  # noqa: E402
+from trawl.spiders.wayback import WaybackSpider  # noqa: E402
+from trawl.target import parse_target  # noqa: E402
+
+DOMAIN = "example.com"
+SOURCES = ("wayback", "commoncrawl", "otx", "urlscan")
+#: Which source first reports a URL, and how likely each is to report it too.
+PRIMARY = {"wayback": 0.52, "commoncrawl": 0.24, "otx": 0.17, "urlscan": 0.07}
+ALSO = {"wayback": 4.0, "commoncrawl": 3.0, "otx": 2.0, "urlscan": 0.7}
+CRAWL_IDS = ("CC-MAIN-2025-33", "CC-MAIN-2025-26", "CC-MAIN-2025-21", "CC-MAIN-2025-18", "CC-MAIN-2025-13")
+HOSTS = ("", "www.", "www.", "blog.", "shop.", "api.", "m.", "docs.")
+SECTIONS = ("news", "blog", "products", "about", "support", "docs", "en/us", "static")
+SLUGS = ("index", "welcome", "contact", "pricing", "release-notes", "faq", "team", "careers")
+#: (path template, mime type); already in canonical form.
+KINDS = (
+    ("/{sec}/{slug}-{i}.html", "text/html"),
+    ("/{sec}/{slug}-{i}.html", "text/html"),
+    ("/{sec}/{i}/", "text/html"),
+    ("/{sec}/{slug}-{i}", "text/html"),
+    ("/assets/js/app.{i:x}.js", "application/javascript"),
+    ("/img/{sec}/photo_{i}.jpg", "image/jpeg"),
+    ("/api/v1/items?id={i}", "application/json"),
+    ("/search?q=term{i}&page=2", "text/html"),
+    ("/downloads/guide-{i}.pdf", "application/pdf"),
+)
+OTX_KEY = "bench-otx-key"
+T = TypeVar("T")
+URLSCAN_KEY = "bench-urlscan-key"
+
+
+# --- the dataset -----------------------------------------------------------------------------
+
+
+@dataclass
+class Dataset:
+    #: Canonical URL -> the sources that report it.
+    sources_of: dict[str, frozenset[str]] = field(default_factory=dict)
+    wayback: list[Capture] = field(default_factory=list)
+    commoncrawl: dict[str, list[dict[str, str]]] = field(default_factory=dict)
+    otx: list[OtxUrl] = field(default_factory=list)
+    urlscan: list[dict[str, Any]] = field(default_factory=list)
+    #: Every URL as a server spells it (default ports and all).
+    served: list[str] = field(default_factory=list)
+
+    def per_source(self) -> dict[str, int]:
+        return {s: sum(1 for found in self.sources_of.values() if s in found) for s in SOURCES}
+
+
+class _Clock:
+    """Random 14-digit timestamps between two years, without a datetime per call."""
+
+    def __init__(self, rng: random.Random, first_year: int, last_year: int) -> None:
+        first = dt.date(first_year, 1, 1)
+        days = (dt.date(last_year, 12, 31) - first).days + 1
+        self.days = [(first + dt.timedelta(days=d)).strftime("%Y%m%d") for d in range(days)]
+        self.rng = rng
+
+    def cdx(self) -> str:
+        """``20200131235959``"""
+        r = self.rng.getrandbits(32)
+        second = r % 86400
+        hms = f"{second // 3600:02d}{second // 60 % 60:02d}{second % 60:02d}"
+        return self.days[(r >> 17) % len(self.days)] + hms
+
+    def iso(self) -> str:
+        """``2020-01-31T23:59:59``"""
+        t = self.cdx()
+        return f"{t[:4]}-{t[4:6]}-{t[6:8]}T{t[8:10]}:{t[10:12]}:{t[12:]}"
+
+
+def _pick(rng: random.Random, choices: Sequence[T], cumulative: Sequence[float]) -> T:
+    return choices[bisect.bisect(cumulative, rng.random() * cumulative[-1])]
+
+
+def _sources(rng: random.Random, overlap: float) -> frozenset[str]:
+    primary = _pick(rng, SOURCES, _PRIMARY)
+    chosen = {primary}
+    if rng.random() < overlap:
+        others = [s for s in SOURCES if s != primary]
+        weights = list(accumulate(ALSO[s] for s in others))
+        extra = _pick(rng, (1, 2, 3), (0.65, 0.92, 1.0))
+        while len(chosen) < 1 + extra:
+            chosen.add(_pick(rng, others, weights))
+    return frozenset(chosen)
+
+
+_PRIMARY = list(accumulate(PRIMARY[s] for s in SOURCES))
+_CAPTURES = (1, 2, 3, 4), (0.5, 0.75, 0.9, 1.0)
+_IA_STATUS = ("200", "301", "404", "-"), (0.85, 0.91, 0.97, 1.0)
+_CC_STATUS = ("200", "301", "404"), (0.9, 0.95, 1.0)
+
+
+def build_dataset(n_urls: int, overlap: float, crawls: int, seed: int = 0) -> Dataset:
+    """``n_urls`` distinct canonical URLs, each given to one source or (``overlap``) more.
+
+    Wayback has 1-4 captures a URL, some with an explicit default port; Common
+    Crawl lists a URL in 1 to ``crawls`` crawl indexes; OTX and urlscan once.
+    """
+    rng = random.Random(seed)
+    crawl_ids = CRAWL_IDS[:crawls]
+    data = Dataset(commoncrawl={crawl: [] for crawl in crawl_ids})
+    archive, common, otx, scans = (
+        _Clock(rng, 1998, 2024),
+        _Clock(rng, 2025, 2025),
+        _Clock(rng, 2017, 2024),
+        _Clock(rng, 2019, 2024),
+    )
+    served = data.served.append
+    for i in range(n_urls):
+        host = HOSTS[rng.randrange(len(HOSTS))] + DOMAIN
+        template, mime = KINDS[rng.randrange(len(KINDS))]
+        path = template.format(sec=SECTIONS[i % len(SECTIONS)], slug=SLUGS[(i >> 3) % len(SLUGS)], i=i)
+        scheme = "https" if rng.random() < 0.7 else "http"
+        url = f"{scheme}://{host}{path}"
+        found = _sources(rng, overlap)
+        data.sources_of[url] = found
+        urlkey = _host_key(host) + ")" + _path_key(path)
+        if "wayback" in found:
+            ported = f"{scheme}://{host}:{443 if scheme == 'https' else 80}{path}"
+            for _ in range(_pick(rng, *_CAPTURES)):
+                original = ported if rng.random() < 0.15 else url
+                ts = archive.cdx()
+                status = _pick(rng, *_IA_STATUS)
+                kind = "warc/revisit" if status == "-" else mime
+                digest = hashlib.sha1(f"{original} {ts}".encode()).hexdigest()[:32].upper()
+                data.wayback.append(Capture(urlkey, ts, original, kind, status, digest, "1234"))
+                served(original)
+        if "commoncrawl" in found:
+            for crawl in rng.sample(crawl_ids, rng.randint(1, len(crawl_ids))):
+                status = _pick(rng, *_CC_STATUS)
+                record = cc_record(url, common.cdx(), status=status, mime=mime, crawl=crawl, urlkey=urlkey)
+                data.commoncrawl[crawl].append(record)
+                served(url)
+        if "otx" in found:
+            data.otx.append(OtxUrl(url, otx.iso(), rng.choice((200, 200, 200, 404, 0))))
+            served(url)
+        if "urlscan" in found:
+            data.urlscan.append(make_result(url, scans.iso() + ".000Z"))
+            served(url)
+    return data
+
+
+def expected_urls(data: Dataset, domain: str) -> set[str]:
+    """The canonical, in-scope form of every URL a server hands out."""
+    target = parse_target(domain)
+    urls = {canonicalize(u) for u in data.served}
+    return {u for u in urls if u and target.in_scope(host_of(u))}
+
+
+# --- the exact queries the spiders send (so that pre-rendered pages are hits) ---------------
+
+
+def _spider(cls: type, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> Any:
+    spider = cls.__new__(cls)
+    spider.configure(dict(settings), {"domain": DOMAIN, "filters": "false", **arguments})
+    return spider
+
+
+def prerender(
+    wayback: FakeCdxServer, cc: FakeCommonCrawl, otx: FakeOtxServer, urlscan: FakeUrlscanServer, crawls: int
+) -> dict[str, int]:
+    filters_off = {"FILTER_CODE": "", "FILTER_MIME": ""}
+    ia = _spider(WaybackSpider, {"WAYBACK_BASE_URL": wayback.base_url, **filters_off}, {})
+    pages = {"wayback": wayback.prerender_pages(ia.query(ia.endpoints[0]))}
+    settings = {"COMMONCRAWL_BASE_URL": cc.base_url, "TRAWL_CACHE_DIR": "", **filters_off}
+    spider = _spider(CommonCrawlSpider, settings, {})
+    pages["commoncrawl"] = 0
+    for crawl in CRAWL_IDS[:crawls]:
+        index = spider.add_endpoint(f"{cc.base_url}/{crawl}-index", crawl, Dialect.PYWB, True)
+        pages["commoncrawl"] += cc.prerender_pages(crawl, spider.query(spider.endpoints[index]))
+    pages["otx"] = otx.prerender_pages("domain", DOMAIN, OTX_PAGE_LIMIT)
+    scan = _spider(UrlscanSpider, {"URLSCAN_BASE_URL": urlscan.base_url}, {})
+    pages["urlscan"] = urlscan.prerender_pages(scan.query, scan.page_size)
+    return pages
+
+
+# --- the floor: the logged requests again, from a bare client --------------------------------
+
+
+@dataclass(frozen=True)
+class Replayed:
+    port: int
+    target: str  # path and query, as sent
+    headers: dict[str, str]
+    arrived: float
+
+
+def logged_requests(servers: Mapping[str, Any]) -> list[Replayed]:
+    out = []
+    for server in servers.values():
+        for record in list(server.requests):
+            target = record.path + ("?" + record.raw_query if record.raw_query else "")
+            out.append(Replayed(server.port, target, dict(record.headers), record.time))
+    return sorted(out, key=lambda r: r.arrived)
+
+
+def replay(requests: list[dict[str, Any]], threads: int) -> dict[str, Any]:
+    """Send every request (in order, ``threads`` at a time), each thread keeping one
+    keep-alive connection per port, reading each body whole; returns timings."""
+    local = threading.local()
+    lock = threading.Lock()
+    statuses: dict[int | str, int] = {}
+    received = [0]
+
+    def send(request: dict[str, Any]) -> None:
+        connections = getattr(local, "connections", None)
+        if connections is None:
+            connections = local.connections = {}
+        port = request["port"]
+        for _ in (1, 2):  # a kept-alive connection the server closed meanwhile: once more
+            reused = port in connections
+            if not reused:
+                # Generous: a fake that renders live and holds a lock (OTX, urlscan) makes
+                # a request wait for every one queued before it.
+                connections[port] = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+            connection = connections[port]
+            try:
+                connection.request("GET", request["target"], headers=request["headers"])
+                response = connection.getresponse()
+                status, size = response.status, len(response.read())
+                break
+            except (OSError, http.client.HTTPException) as exc:
+                connections.pop(port).close()
+                status, size = type(exc).__name__, 0
+                if not (reused and isinstance(exc, (http.client.RemoteDisconnected, ConnectionError))):
+                    break
+        with lock:
+            statuses[status] = statuses.get(status, 0) + 1
+            received[0] += size
+
+    cpu0 = time.process_time()
+    started = time.perf_counter()
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for _ in pool.map(send, requests):
+            pass
+    seconds = time.perf_counter() - started
+    return {
+        "seconds": seconds,
+        "cpu": time.process_time() - cpu0,
+        "bytes": received[0],
+        "statuses": {str(k): v for k, v in sorted(statuses.items(), key=lambda kv: str(kv[0]))},
+    }
+
+
+def run_replay(requests: list[Replayed], threads: int, workdir: Path) -> dict[str, Any]:
+    """The replay in a process of its own, as the crawl is: the servers' process is
+    left to the servers."""
+    path = workdir / "replay.json"
+    rows = [{"port": r.port, "target": r.target, "headers": r.headers} for r in requests]
+    path.write_text(json.dumps(rows))
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--replay",
+        str(path),
+        "--threads",
+        str(threads),
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+# --- the crawl -------------------------------------------------------------------------------
+
+
+@dataclass
+class CrawlRun:
+    wall: float
+    cpu: float
+    peak_rss_mb: float
+    server_cpu: float
+    output: str
+    returncode: int
+
+
+def crawl(
+    base_urls: Mapping[str, str], store: Path, workdir: Path, extra: list[str], profile: str | None = None
+) -> CrawlRun:
+    settings = {
+        **base_urls,
+        "STORE_URI": f"sqlite:///{store}",
+        "RATE_LIMITS_ENABLED": "False",
+        "AUTOTHROTTLE_ENABLED": "False",
+        "TRAWL_CACHE_DIR": "",  # collinfo.json from the server on every run
+        "LOG_LEVEL": "INFO",
+    }
+    command = [sys.executable]
+    if profile:
+        command += ["-m", "cProfile", "-o", str(Path(profile).resolve())]
+    command += ["-m", "scrapy", "crawl", "all", "-a", f"domain={DOMAIN}"]
+    command += ["-a", "sources=" + ",".join(SOURCES), "-a", "filters=false", "-a", "cc_indexes=0"]
+    for name, value in settings.items():
+        command += ["-s", f"{name}={value}"]
+    command += [arg for setting in extra for arg in ("-s", setting)]
+    env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings", OTX_API_KEY=OTX_KEY)
+    env["URLSCAN_API_KEY"] = URLSCAN_KEY
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    self_before = resource.getrusage(resource.RUSAGE_SELF)
+    started = time.perf_counter()
+    with tempfile.TemporaryFile("w+") as log:
+        process = subprocess.Popen(command, cwd=workdir, env=env, stdout=log, stderr=log, text=True)
+        peak = watch_peak_rss(process)  # returns once the process is reaped
+        wall = time.perf_counter() - started
+        log.seek(0)
+        output = log.read()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    self_after = resource.getrusage(resource.RUSAGE_SELF)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    server_cpu = (self_after.ru_utime - self_before.ru_utime) + (self_after.ru_stime - self_before.ru_stime)
+    return CrawlRun(wall, cpu, peak, server_cpu, output, process.returncode or 0)
+
+
+def summary_lines(output: str) -> Iterator[str]:
+    """The per-source table ``crawl all`` prints at the end."""
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("source ") and "state" in line:
+            yield from (x for x in lines[i:] if x.strip() and "[" not in x)
+            return
+
+
+def check_store(store: Path, data: Dataset, expected: set[str]) -> tuple[str, bool]:
+    with sqlite3.connect(store) as con:
+        rows = con.execute("SELECT url, sources FROM urls").fetchall()
+    stored = {url for url, _ in rows}
+    duplicates = len(rows) - len(stored)
+    wrong_sources = sum(
+        1 for url, sources in rows if frozenset(sources.split(",")) != data.sources_of.get(url)
+    )
+    missing, extra = len(expected - stored), len(stored - expected)
+    ok = not (missing or extra or duplicates or wrong_sources)
+    match = "exact match" if stored == expected else f"MISMATCH: {missing:,} missing, {extra:,} unexpected"
+    text = (
+        f"recall: {len(stored & expected):,} of {len(expected):,} expected URLs stored ({match}); "
+        f"{duplicates} duplicate row(s); {wrong_sources} row(s) with the wrong sources"
+    )
+    return text, ok
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--urls", type=int, default=200_000, help="distinct URLs (default 200,000)")
+    parser.add_argument("--overlap", type=float, default=0.4, help="share of URLs in 2+ sources (0.4)")
+    parser.add_argument("--crawls", type=int, default=3, help="Common Crawl indexes (1-5, default 3)")
+    parser.add_argument("--page-lines", type=int, default=5_000, help="Wayback CDX lines a page")
+    parser.add_argument("--block-lines", type=int, default=1_000, help="Common Crawl lines a ZipNum block")
+    parser.add_argument("--threads", type=int, default=8, help="threads of the replay client")
+    parser.add_argument(
+        "--latency", type=float, default=0.0, help="seconds each server waits before answering (default 0)"
+    )
+    parser.add_argument("--store-dir", default=None, help="where bench.db goes (default: a new temp dir)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="extra setting")
+    parser.add_argument(
+        "--no-prerender", action="store_true", help="servers render every page when asked (as in the issue)"
+    )
+    parser.add_argument("--profile", default=None, metavar="FILE", help="run the crawl under cProfile")
+    parser.add_argument("--log", default=None, metavar="FILE", help="write the crawl's output there")
+    parser.add_argument(
+        "--spans", default=None, metavar="FILE", help="write each server's request spans there"
+    )
+    parser.add_argument("--replay", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.replay:  # the child process of run_replay
+        print(json.dumps(replay(json.loads(Path(args.replay).read_text()), args.threads)))
+        return
+    if not 1 <= args.crawls <= len(CRAWL_IDS):
+        parser.error(f"--crawls must be between 1 and {len(CRAWL_IDS)}")
+
+    print("load average (1, 5, 15 min) at the start: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    started = time.perf_counter()
+    data = build_dataset(args.urls, args.overlap, args.crawls)
+    expected = expected_urls(data, DOMAIN)
+    assert expected == set(data.sources_of), "the generated URLs are not all canonical and in scope"
+    several = sum(1 for found in data.sources_of.values() if len(found) > 1)
+    per_source = ", ".join(f"{name} {count:,}" for name, count in data.per_source().items())
+    print(
+        f"dataset: {len(expected):,} distinct URLs for {DOMAIN}, {several / len(expected):.0%} in 2+ sources "
+        f"({per_source}); {len(data.wayback):,} Wayback captures, "
+        f"{sum(map(len, data.commoncrawl.values())):,} Common Crawl records in {args.crawls} indexes "
+        f"({time.perf_counter() - started:.1f} s to build)"
+    )
+
+    collinfo = [
+        collinfo_entry(c, f"2025-0{1 + i}-01T00:00:00", f"2025-0{1 + i}-14T00:00:00")
+        for i, c in enumerate(CRAWL_IDS[: args.crawls])
+    ]
+    with ExitStack() as stack:
+        servers: dict[str, Any] = {
+            "wayback": stack.enter_context(FakeCdxServer(data.wayback, lines_per_page=args.page_lines)),
+            "commoncrawl": stack.enter_context(
+                FakeCommonCrawl(data.commoncrawl, collinfo=collinfo, lines_per_block=args.block_lines)
+            ),
+            "otx": stack.enter_context(FakeOtxServer(urls=data.otx)),
+            "urlscan": stack.enter_context(FakeUrlscanServer(results=data.urlscan)),
+        }
+        for server in servers.values():
+            server.latency = args.latency
+        if args.no_prerender:
+            servers["wayback"].prerender = False
+            print("servers: every page rendered when asked for")
+        else:
+            t0 = time.perf_counter()
+            pages = prerender(*servers.values(), crawls=args.crawls)
+            print(
+                "servers: pages pre-rendered: "
+                + ", ".join(f"{name} {count}" for name, count in pages.items())
+                + f" ({time.perf_counter() - t0:.1f} s)"
+            )
+        base_urls = {
+            "WAYBACK_BASE_URL": servers["wayback"].base_url,
+            "COMMONCRAWL_BASE_URL": servers["commoncrawl"].base_url,
+            "OTX_BASE_URL": servers["otx"].base_url,
+            "URLSCAN_BASE_URL": servers["urlscan"].base_url,
+        }
+        workdir = Path(tempfile.mkdtemp(prefix="trawl-bench-sources-"))
+        store = Path(args.store_dir or workdir) / "bench.db"
+        store.unlink(missing_ok=True)
+
+        run = crawl(base_urls, store, workdir, args.set, args.profile)
+        if args.log:
+            Path(args.log).write_text(run.output)
+        if run.returncode != 0:
+            print(run.output[-4000:])
+            raise SystemExit(f"crawl failed with exit status {run.returncode}")
+        in_flight = {name: server.max_in_flight() for name, server in servers.items()}
+        if args.spans:
+            Path(args.spans).write_text(json.dumps({name: server.spans for name, server in servers.items()}))
+        requests = logged_requests(servers)
+        per_server = {name: len(server.requests) for name, server in servers.items()}
+        floor = run_replay(requests, args.threads, workdir)
+
+    print("\n".join(summary_lines(run.output)))
+    recall, ok = check_store(store, data, expected)
+    print(f"{recall} ({store})")
+    print(
+        f"requests: {len(requests)} ("
+        + ", ".join(f"{name} {count}" for name, count in per_server.items())
+        + "); most in flight at once: "
+        + ", ".join(f"{name} {count}" for name, count in in_flight.items())
+    )
+    print(
+        f"floor: {floor['seconds']:.2f} s to replay them with {args.threads} threads "
+        f"({floor['bytes'] / 1e6:,.0f} MB, statuses {floor['statuses']}, client CPU {floor['cpu']:.2f} s)"
+    )
+    print(
+        f"trawl: {run.wall:.2f} s wall = {run.wall / floor['seconds']:.2f}x the floor (target <= 1.5x); "
+        f"{run.cpu:.2f} s CPU = {run.cpu / floor['seconds']:.2f}x the floor; "
+        f"peak RSS {run.peak_rss_mb:,.0f} MB; the servers used {run.server_cpu:.2f} s CPU meanwhile"
+    )
+    print("load average (1, 5, 15 min) at the end: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    if not ok:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
