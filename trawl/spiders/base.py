@@ -10,12 +10,12 @@ let requests out ungated.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
+import orjson
 import scrapy
 from scrapy.http import Response
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -59,7 +59,7 @@ def json_error_text(
 ) -> str:
     """The human part of a JSON error body (its text fields, joined), cut short for a log line."""
     try:
-        data = json.loads(body)
+        data = orjson.loads(body)
     except ValueError:
         return ""
     if not isinstance(data, dict):

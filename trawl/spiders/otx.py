@@ -14,11 +14,11 @@ A body with an ``"error"`` key is OTX's "nothing known about this indicator"
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import orjson
 import scrapy
 from scrapy.http import Response
 
@@ -138,7 +138,7 @@ class OtxSpider(SourceSpider):
         if self.reject_html(response, f"page {page}", "JSON"):
             return None
         try:
-            data = json.loads(response.body)
+            data = orjson.loads(response.body)
         except ValueError:
             if status == 200:
                 retry = self.retry_bad_body(

@@ -24,7 +24,6 @@ the run with one warning that names it by position.
 from __future__ import annotations
 
 import calendar
-import json
 import math
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping
@@ -32,6 +31,7 @@ from datetime import date, timedelta
 from typing import Any
 from urllib.parse import urlencode
 
+import orjson
 import scrapy
 from scrapy.http import Response
 from twisted.python.failure import Failure
@@ -301,7 +301,7 @@ class UrlscanSpider(SourceSpider):
             )
             return None
         try:
-            data = json.loads(response.body)
+            data = orjson.loads(response.body)
         except ValueError:
             return self.retry_bad_body(
                 response, "search page %d: unreadable JSON (%d bytes)", page, len(response.body)
