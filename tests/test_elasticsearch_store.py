@@ -255,7 +255,13 @@ def test_forced_rejection_goes_to_dead_letters_and_replay_completes(
     victim = b'"full":"https://example.com/b"'
     with RejectingProxy(es_url, reject=lambda doc, n: victim in doc) as proxy:
         result = crawl(
-            workdir, server, proxy.url, prefix, ELASTICSEARCH_RETRIES=2, ELASTICSEARCH_BACKOFF=0.01
+            workdir,
+            server,
+            proxy.url,
+            prefix,
+            ELASTICSEARCH_RETRIES=2,
+            ELASTICSEARCH_BACKOFF=0.01,
+            BATCH_COALESCE_ROWS=0,  # one batch per page: the URL below is on two pages
         )
     # Not silently lost: the run says so, and the document waits in the dead-letter file. The URL
     # is on two pages (two batches): each batch's part of it is kept, to be merged on replay.
@@ -301,7 +307,8 @@ def test_replay_keeps_what_still_fails(
 ) -> None:
     victim = b'"full":"https://example.com/b"'
     with RejectingProxy(es_url, reject=lambda doc, n: victim in doc) as proxy:
-        result = crawl(workdir, server, proxy.url, prefix, ELASTICSEARCH_RETRIES=0)
+        # one batch per page: the URL is on two pages
+        result = crawl(workdir, server, proxy.url, prefix, ELASTICSEARCH_RETRIES=0, BATCH_COALESCE_ROWS=0)
         assert result.returncode == 1
         replay = run_scrapy(
             workdir,

@@ -391,6 +391,9 @@ class _Stats:
     def get_stats(self) -> dict[str, object]:
         return self.values
 
+    def inc_value(self, key: str, count: int = 1) -> None:
+        self.values[key] = int(self.values.get(key, 0)) + count  # type: ignore[call-overload]
+
 
 def open_store(db: Path, run_id: str, source: str = "wayback") -> SqliteStore:
     crawler = SimpleNamespace(settings=Settings({"SQLITE_SYNCHRONOUS": "NORMAL"}), stats=_Stats())

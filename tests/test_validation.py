@@ -199,6 +199,8 @@ BAD = {
     "STORE_URI": "mysql://db/trawl",
     "SQLITE_SYNCHRONOUS": "SOMETIMES",
     "SQLITE_CACHE_MB": "64MB",
+    "BATCH_COALESCE_ROWS": "-1",
+    "BATCH_COALESCE_SECONDS": "0",
     "TRAWL_PLUGINS": "{not json",
     "TRAWL_PLUGINS_DISABLED": "dedup",
     "PROGRESS_INTERVAL": "abc",

@@ -104,6 +104,9 @@ def trawl_dedup_batch(batch: Batch, context: RunContext) -> Batch | None:
     :class:`~trawl.items.CaptureBatch` into a :class:`~trawl.items.UrlBatch`
     (one row per canonical URL with sources, first and last capture, capture
     count, statuses, mime types). Across batches and runs the store merges.
+    A batch may hold several upstream pages (``batch.pages``); build the new
+    one with ``UrlBatch.for_pages_of(batch, frame)`` so that each stays in the
+    store's ledger (a page missing from it is merged twice on resume).
     """
 
 

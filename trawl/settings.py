@@ -20,6 +20,10 @@ ROBOTSTXT_OBEY = False  # APIs, not pages: robots.txt does not govern them
 STORE_URI = "sqlite:///trawl.db"
 SQLITE_SYNCHRONOUS = "NORMAL"
 SQLITE_CACHE_MB = 64
+# Pages smaller than this wait up to BATCH_COALESCE_SECONDS for more of their source and are
+# stored as one batch (trawl/pipelines/coalesce.py); 0 stores every page on its own.
+BATCH_COALESCE_ROWS = 5000
+BATCH_COALESCE_SECONDS = 0.2
 
 # --- Plugins -----------------------------------------------------------------------------
 TRAWL_PLUGINS: dict[str, bool] = {}

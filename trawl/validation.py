@@ -269,6 +269,8 @@ SETTINGS: dict[str, Check] = {
     "STORE_URI": store_uri,
     "SQLITE_SYNCHRONOUS": one_of("off", "normal", "full", "extra", "0", "1", "2", "3"),
     "SQLITE_CACHE_MB": whole(1),
+    "BATCH_COALESCE_ROWS": whole(0),
+    "BATCH_COALESCE_SECONDS": seconds(0.0, above=True),
     # plugins
     "TRAWL_PLUGINS": plugins,
     "TRAWL_PLUGINS_DISABLED": plugins,

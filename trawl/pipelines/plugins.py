@@ -30,9 +30,10 @@ from trawl.errors import TrawlUsageError
 from trawl.items import Batch, Mask, UrlBatch
 from trawl.jobdir import RESUMABLE, mark_finished, run_id_for
 from trawl.outcome import COMPLETE, run_outcome
+from trawl.pipelines.coalesce import Coalescer
 from trawl.pluginmanager import plugin_manager_from_settings
 from trawl.seen import SeenUrls
-from trawl.stores.contract import AsyncWritingStore, ResumableStore, WritingStore
+from trawl.stores.contract import AsyncWritingStore, PartlyStored, ResumableStore, WritingStore
 from trawl.stores.registry import create_store
 
 logger = logging.getLogger(__name__)
@@ -54,6 +55,9 @@ class PluginPipeline:
         self.seen: SeenUrls | None = None
         self.store_failed = False
         self.jobdir: str | None = None
+        settings = crawler.settings
+        rows, wait = settings.getint("BATCH_COALESCE_ROWS"), settings.getfloat("BATCH_COALESCE_SECONDS")
+        self.coalescer = Coalescer(rows, wait, self._run) if rows else None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PluginPipeline:
@@ -112,6 +116,12 @@ class PluginPipeline:
     async def process_item(self, item: object, spider: Spider | None = None) -> object:
         if not isinstance(item, Batch):
             return item
+        if self.coalescer is not None and self.coalescer.holds(item):
+            return await self.coalescer.add(item)
+        return await self._run(item)
+
+    async def _run(self, item: Batch) -> Batch:
+        """One batch (perhaps several pages coalesced) through the hooks and into the store."""
         context = self.context
         assert context is not None
         stats = context.stats
@@ -128,6 +138,8 @@ class PluginPipeline:
             raise DropItem("the store failed earlier in this run")
         try:
             new = await self._store(batch)
+        except PartlyStored:
+            raise  # the coalescer writes its pages one by one
         except Exception as exc:  # noqa: BLE001
             self._fail_store(f"cannot write {len(batch)} records of {item.source} {item.page}", exc)
             raise DropItem("not stored") from None

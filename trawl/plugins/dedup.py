@@ -60,4 +60,4 @@ def trawl_dedup_batch(batch: Batch, context: RunContext) -> UrlBatch | None:
     duplicates = frame.height - urls.height
     if duplicates:
         context.stats.inc_value("trawl/duplicates", duplicates)
-    return UrlBatch(batch.source, urls, batch.page, batch.page_rows)
+    return UrlBatch.for_pages_of(batch, urls)

@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from trawl.query import Node
 
 
+class PartlyStored(Exception):  # noqa: N818 - a signal to the pipeline, not an error
+    """A batch of several pages of which this run stored some already: write them one by one."""
+
+
 @runtime_checkable
 class WritingStore(Protocol):
     """A place where URL records are written: what every store implements."""
@@ -54,13 +58,15 @@ class WritingStore(Protocol):
         """Connect, create what is missing and register the run; raise ``StoreError`` if impossible."""
 
     def write_batch(self, batch: Batch) -> int:
-        """Merge the batch in one transaction, with its page in the ledger.
+        """Merge the batch in one transaction, with its pages (``batch.pages``) in the ledger.
 
         Sets ``new`` (the store did not know the URL) and ``repeat`` (this run
         wrote it before) on the batch's frame, replaces provenance columns by
         the merged values, and returns the number of new records. A page this
-        run stored already is not merged again (resume): every row comes back
-        ``repeat`` and 0 is returned.
+        run stored already is not merged again (resume): when every page of
+        the batch was, every row comes back ``repeat`` and 0 is returned; when
+        only some were, nothing is written and :class:`PartlyStored` is raised
+        (the pipeline then writes the pages one by one).
         """
 
     def close(self, reason: str) -> None:

@@ -31,6 +31,7 @@ import polars as pl
 from trawl.errors import StoreError
 from trawl.items import URL_SCHEMA, Batch, UrlBatch
 from trawl.provenance import Provenance
+from trawl.stores.contract import PartlyStored
 from trawl.stores.elasticsearch import reading
 from trawl.stores.elasticsearch.connection import (
     compat_of,
@@ -124,26 +125,27 @@ class ElasticsearchStore:
 
     def _prepare(self, batch: Batch) -> BatchWrite | None:
         """The write for a batch, or None when there is nothing to write."""
-        if batch.kind not in self.kinds or (not len(batch) and not batch.page):
+        pages = batch.pages
+        if batch.kind not in self.kinds or (not len(batch) and not pages):
             return None
-        if batch.page:
-            key = (batch.source, batch.page)
-            if key in self._pages:  # stored before this run was stopped: every row a repeat
-                batch.frame = batch.frame.with_columns(
-                    pl.lit(False).alias("new"), pl.lit(True).alias("repeat")
-                )
-                self.context.stats.inc_value("trawl/pages_already_stored")
-                return None
-            self._pages.add(key)
+        keys = [(batch.source, page) for page in pages]
+        stored = sum(key in self._pages for key in keys)
+        if stored:
+            if stored < len(keys):
+                raise PartlyStored(f"{len(keys) - stored} of {len(keys)} pages stored before")
+            # stored before this run was stopped: every row a repeat
+            batch.frame = batch.frame.with_columns(pl.lit(False).alias("new"), pl.lit(True).alias("repeat"))
+            self.context.stats.inc_value("trawl/pages_already_stored", len(keys))
+            return None
+        self._pages.update(keys)
         assert isinstance(batch, UrlBatch)
         now = int(time.time() * 1000)
         ledger = b""
-        if batch.page:
-            page_id = url_id(f"{self.run}\n{batch.source}\n{batch.page}")
-            ledger = orjson.dumps({"index": {"_index": self.names.pages, "_id": page_id}}) + b"\n"
+        for page, rows in pages.items():
+            page_id = url_id(f"{self.run}\n{batch.source}\n{page}")
+            ledger += orjson.dumps({"index": {"_index": self.names.pages, "_id": page_id}}) + b"\n"
             ledger += orjson.dumps(
-                {"run": self.run, "source": batch.source, "page": batch.page, "rows": batch.page_rows,
-                 "stored_at": now}
+                {"run": self.run, "source": batch.source, "page": page, "rows": rows, "stored_at": now}
             ) + b"\n"  # fmt: skip
         return BatchWrite(
             self.names.urls, self._contributions(batch, now), batch.source, self.run, self.options,

@@ -34,6 +34,7 @@ import polars as pl
 from trawl.context import RunContext
 from trawl.errors import StoreError, TrawlUsageError
 from trawl.items import URL_SCHEMA, Batch, UrlBatch
+from trawl.stores.contract import PartlyStored
 from trawl.stores.sqlite.schema import INSERT_NEW, MERGED, SCHEMA, register_functions, upsert_sql
 
 _SETS = ("sources", "statuses", "mimes")
@@ -161,7 +162,8 @@ class SqliteStore:
         assert isinstance(batch, UrlBatch)
         frame = batch.frame
         size = frame.height
-        if not size and not batch.page:
+        pages = batch.pages
+        if not size and not pages:
             return 0
         con = self.connection
         assert con is not None, "store not open"
@@ -170,12 +172,16 @@ class SqliteStore:
             rows = self._rows(frame, batch.source, now)
             con.execute("BEGIN IMMEDIATE")
             try:
-                if batch.page and not self._claim_page(con, batch, now):
+                claimed = self._claim_pages(con, batch.source, pages, now) if pages else 0
+                if claimed < len(pages):
                     # This run stored the page before (a resumed run, a refetch):
                     # merging it again would count its captures twice.
                     con.execute("ROLLBACK")
+                    if claimed:
+                        partly = f"{len(pages) - claimed} of {len(pages)} pages stored before"
+                        raise PartlyStored(partly)
                     batch.frame = frame.with_columns(pl.lit(False).alias("new"), pl.lit(True).alias("repeat"))
-                    self.context.stats.inc_value("trawl/pages_already_stored")
+                    self.context.stats.inc_value("trawl/pages_already_stored", len(pages))
                     return 0
                 inserted = con.executemany(INSERT_NEW, rows.iter_rows()).rowcount
                 merged = None
@@ -188,6 +194,8 @@ class SqliteStore:
                             f"{size - inserted - merged.height} of {size} URLs could not be stored"
                         )
                 con.execute("COMMIT")
+            except PartlyStored:
+                raise  # rolled back already
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
@@ -248,15 +256,12 @@ class SqliteStore:
             .select(frame.columns)
         )
 
-    def _claim_page(self, con: sqlite3.Connection, batch: Batch, now: float) -> bool:
-        """Record the page in the ledger; False if this run has it already."""
-        return (
-            con.execute(
-                "INSERT OR IGNORE INTO pages (run, source, page, rows, stored_at) VALUES (?, ?, ?, ?, ?)",
-                (self.run, batch.source, batch.page, batch.page_rows, now),
-            ).rowcount
-            == 1
-        )
+    def _claim_pages(self, con: sqlite3.Connection, source: str, pages: dict[str, int], now: float) -> int:
+        """Record the pages in the ledger; how many this run did not have already."""
+        return con.executemany(
+            "INSERT OR IGNORE INTO pages (run, source, page, rows, stored_at) VALUES (?, ?, ?, ?, ?)",
+            [(self.run, source, page, rows, now) for page, rows in pages.items()],
+        ).rowcount
 
     def done_pages(self, source: str) -> dict[str, int]:
         """Pages this run stored already (page key -> upstream rows): what a resumed run skips."""
