@@ -219,3 +219,7 @@ INTELX_PAGE_SIZE = 1000  # "limit" of each result request
 INTELX_SEARCH_TIMEOUT = 5  # "timeout" of the search (seconds, IntelX side)
 INTELX_POLL_INTERVAL = 2.0  # seconds between result requests while IntelX answers "not ready yet"
 INTELX_MAX_POLLS = 30  # "not ready yet" answers in a row before the run gives up
+
+# --- Recurring schedules in scrapyd (`trawl schedule`, docs/schedules.md) -----------------------
+SCRAPYD_URL = "http://localhost:6800"  # the scrapyd `trawl schedule` talks to (--url)
+SCRAPYD_PROJECT = "trawl"  # its project name there, as deployed by scrapyd-deploy (--project)
