@@ -175,9 +175,12 @@ class Scrapyd(SimpleNamespace):
     launcher: FakeLauncher
     clock: Clock
 
+    started: list[ScheduleService]
+
     def service(self) -> ScheduleService:
         service = ScheduleService(self.config, self.app, clock=self.clock)
         service.startService()
+        self.started.append(service)
         return service
 
     def pending(self) -> list[dict]:
@@ -199,7 +202,11 @@ def scrapyd(tmp_path: Path) -> Iterator[Scrapyd]:
     launcher.setServiceParent(app)
     clock = Clock()
     clock.advance(T0.timestamp())
-    yield Scrapyd(config=config, app=app, poller=poller, launcher=launcher, clock=clock)
+    scrapyd = Scrapyd(config=config, app=app, poller=poller, launcher=launcher, clock=clock, started=[])
+    yield scrapyd
+    for service in scrapyd.started:  # no log observer left behind
+        if service.running:
+            service.stopService()
 
 
 def add_every(service: ScheduleService, seconds: int, **fields: object) -> Schedule:
@@ -323,6 +330,30 @@ def test_a_schedule_for_a_project_that_is_gone_says_so_and_keeps_its_slots(scrap
     [schedule] = service.list()
     assert schedule.last_outcome == "error: project 'gone' not found"
     assert schedule.next_run == T0 + timedelta(seconds=10)
+
+
+def test_a_schedule_that_cannot_run_is_postponed_and_the_others_still_run(
+    scrapyd: Scrapyd, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    service = scrapyd.service()
+    add_every(service, 5, name="a")
+    add_every(service, 5, name="b")
+    real_queue = service._queue
+
+    def queue(schedule: Schedule, job: str) -> None:
+        if schedule.name == "a":
+            raise ZeroDivisionError("boom")
+        real_queue(schedule, job)
+
+    monkeypatch.setattr(service, "_queue", queue)
+    monkeypatch.setattr(
+        "trawl.scrapyd.service.due", lambda *args: 1 / 0 if args[0].name == "a" else due(*args)
+    )
+    scrapyd.clock.advance(5)
+    schedules = {schedule.name: schedule for schedule in service.list()}
+    assert schedules["a"].last_outcome == "error: ZeroDivisionError: division by zero"
+    assert schedules["a"].next_run == T0 + timedelta(seconds=65)  # not a busy loop
+    assert schedules["b"].last_outcome == "pending" and len(scrapyd.pending()) == 1
 
 
 def test_the_timer_sleeps_until_the_earliest_run(scrapyd: Scrapyd) -> None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from twisted.application.service import IServiceCollection, Service
@@ -88,8 +88,12 @@ class ScheduleService(Service):
         if self._call is not None and self._call.active():
             self._call.cancel()
         if delay is None:
-            times = [schedule.next_run for schedule in self.store.list()]
             delay = MAX_SLEEP
+            try:
+                times = [schedule.next_run for schedule in self.store.list()]
+            except Exception:  # noqa: BLE001 - the table unreadable for now: look again later
+                log.failure("trawl schedules: cannot read the schedules table")
+                times = []
             if times:
                 delay = min(MAX_SLEEP, max(0.0, (min(times) - self.now()).total_seconds()))
         self._call = self.clock.callLater(delay, self.tick)
@@ -100,11 +104,25 @@ class ScheduleService(Service):
             now = self.now()
             for schedule in self.store.list():
                 if schedule.next_run <= now:
-                    self.run(schedule, now)
-        except Exception:  # noqa: BLE001 - the timer must outlive one bad row
+                    self._run_or_postpone(schedule, now)
+        except Exception:  # noqa: BLE001 - the timer must outlive a bad table
             log.failure("trawl schedules: a tick failed")
         finally:
             self._arm()
+
+    def _run_or_postpone(self, schedule: Schedule, now: datetime) -> None:
+        """One schedule's run; one that cannot run is tried again in :data:`MAX_SLEEP`, not in a loop."""
+        try:
+            self.run(schedule, now)
+        except Exception as exc:  # noqa: BLE001 - the other schedules still run
+            log.failure(
+                "trawl schedules: {project}/{name} failed", project=schedule.project, name=schedule.name
+            )
+            self.store.update(
+                schedule,
+                next_run=now + timedelta(seconds=MAX_SLEEP),
+                last_outcome=f"error: {type(exc).__name__}: {exc}",
+            )
 
     # --- the table, for the web services -----------------------------------------------------
 
