@@ -275,3 +275,12 @@ def test_a_name_is_taken_once_per_project_and_removing_an_unknown_one_says_so(sc
     assert scrapyd.remove("twice")["status"] == "ok"
     gone = scrapyd.remove("twice")
     assert gone["status"] == "error" and "no schedule of that name" in gone["message"]
+
+
+def test_the_services_without_the_timer_say_which_line_is_missing(tmp_path: Path) -> None:
+    conf = project_conf()
+    del conf["scrapyd"]["application"]  # scrapyd's own application: no schedule timer
+    with Server(tmp_path / "scrapyd", conf) as plain:
+        answer = plain.call("listschedules.json")
+    assert answer["status"] == "error"
+    assert "set application = trawl.scrapyd.app.application" in answer["message"]
