@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -44,3 +45,20 @@ def test_a_scheduled_job_runs_and_leaves_its_log(tmp_path: Path) -> None:
             finished = scrapyd.wait_finished(job, timeout=120)
             assert finished["spider"] == "wayback" and finished["log_url"].endswith(f"/{job}.log")
             assert "Scrapy" in scrapyd.job_log(job)  # what the job itself did: tests/test_scrapyd.py
+
+
+def test_jobs_run_the_deployed_egg_not_the_checkout(tmp_path: Path) -> None:
+    """A deployed version is what runs: here one whose settings name another bot."""
+    project = tmp_path / "changed"
+    shutil.copytree(ROOT / "trawl", project / "trawl", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "setup.py", "scrapy.cfg", "README.md"):
+        shutil.copy(ROOT / name, project / name)
+    settings = project / "trawl" / "settings.py"
+    settings.write_text(settings.read_text().replace('BOT_NAME = "trawl"', 'BOT_NAME = "trawl-egg-check"'))
+    with ScrapydServer(tmp_path / "scrapyd") as scrapyd:
+        scrapyd.deploy(project)
+        job = scrapyd.schedule("wayback", domain="co.uk")  # refused at once: no upstream needed
+        scrapyd.wait_finished(job, timeout=120)
+        log = scrapyd.job_log(job)
+    assert "(bot: trawl-egg-check)" in log, log[-2000:]
+    assert log.splitlines()[-1] == "trawl: error: 'co.uk' is a public suffix, not a domain"

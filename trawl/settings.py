@@ -3,6 +3,8 @@
 Override any of them with ``-s NAME=value`` or in a project's own settings.
 """
 
+from trawl.datadir import default_store_uri
+
 BOT_NAME = "trawl"
 
 # Sources come from plugins (trawl_register_sources), trawl's own included; a project
@@ -17,7 +19,9 @@ USER_AGENT = "trawl/0.1 (+https://github.com/trawl-project/trawl)"
 ROBOTSTXT_OBEY = False  # APIs, not pages: robots.txt does not govern them
 
 # --- Storage -----------------------------------------------------------------------------
-STORE_URI = "sqlite:///trawl.db"
+# $TRAWL_STORE_URI, else ~/.local/share/trawl/trawl.db ($XDG_DATA_HOME/trawl): the same store
+# for every run of a user, from any directory, by hand, cron or scrapyd (trawl.datadir).
+STORE_URI = default_store_uri()
 SQLITE_SYNCHRONOUS = "NORMAL"
 SQLITE_CACHE_MB = 64
 

@@ -72,7 +72,7 @@ class ScrapydServer:
         extra_conf: dict[str, dict[str, str]] | None = None,
         *,
         max_proc: int = 4,
-        env: dict[str, str] | None = None,
+        env: dict[str, str | None] | None = None,
         start_timeout: float = 60.0,
     ) -> None:
         self.workdir = Path(workdir).resolve()
@@ -83,7 +83,12 @@ class ScrapydServer:
         self.dbs_dir = self.workdir / "dbs"
         self.eggs_dir = self.workdir / "eggs"
         self.conf_path = self.workdir / "scrapyd.conf"
-        self.env = dict(os.environ, **(env or {}))
+        self.env = dict(os.environ)
+        for name, value in (env or {}).items():  # None: unset it for scrapyd and its jobs
+            if value is None:
+                self.env.pop(name, None)
+            else:
+                self.env[name] = value
         # scrapyd sets these per job; one left over from the test's environment would pick a project.
         for name in ("SCRAPY_PROJECT", "SCRAPYD_EGG_VERSION"):
             self.env.pop(name, None)
