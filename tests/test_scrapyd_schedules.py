@@ -127,7 +127,11 @@ def test_every_5s_fires_at_least_twice_in_20s_and_never_overlaps_itself(
     for jobid, schedule in seen.items():
         planned = utc(schedule["last_planned"])
         drifts.append((round(local(jobs[jobid]["start_time"]) - planned, 3), schedule["last_drift"]))
-    print(f"\nschedule drift (listjobs start - planned, last_drift) in s: {drifts}; outcomes: {outcomes}")
+    durations = [round(end - start, 1) for start, end, _ in starts]
+    print(
+        f"\nschedule drift (listjobs start - planned, last_drift) in s: {drifts}; job durations {durations} s"
+    )
+    print(f"outcomes: {outcomes}")
     assert all(0 <= listed < 2.5 for listed, _ in drifts), drifts
     assert all(reported is None or 0 <= reported < 2.5 for _, reported in drifts), drifts
     # What became of each job is read back from scrapyd's launcher (its exit status).
