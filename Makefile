@@ -1,5 +1,5 @@
 # trawl: two commands a newcomer needs (see README.md).
-#   make crawl DOMAIN=example.com   set up, then collect the domain's URLs from every source into trawl.db and urls.txt
+#   make crawl DOMAIN=example.com   set up, then collect the domain's URLs from every source into the store and urls.txt
 #   make test                       set up, then lint and run the whole test suite
 # make's own exit status is 0 or 2: a crawl that exits 1 (partial, failed) makes make exit 2, after
 # "make: *** [...] Error 1". Scripts that need the crawl's status run .venv/bin/trawl crawl ... directly.

@@ -55,7 +55,14 @@ from tests.servers.otx import connection_reset as api_reset  # noqa: E402
 from tests.servers.urlscan import FakeUrlscanServer, make_result  # noqa: E402
 from trawl.canonical import canonicalize  # noqa: E402
 
-ENV = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings", OTX_API_KEY="", URLSCAN_API_KEY="")
+# TRAWL_STORE_URI: each run stores into its work directory's trawl.db, not the user's default store.
+ENV = dict(
+    os.environ,
+    SCRAPY_SETTINGS_MODULE="trawl.settings",
+    TRAWL_STORE_URI="sqlite:///trawl.db",
+    OTX_API_KEY="",
+    URLSCAN_API_KEY="",
+)
 #: A request that arrives within this of a 429 may have been sent before the 429 was read:
 #: both processes stamp times late when a loaded 2-core machine deschedules them (50-150 ms
 #: measured with nice -n 19). Pauses last PAUSE s, so most of each is checked.

@@ -6,16 +6,27 @@ module: exit status, stderr and the files written are exactly what a user sees.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+#: Never the user's own store: trawl's default is ~/.local/share/trawl/trawl.db (trawl.datadir),
+#: shared by every run. Every crawl a test starts (any subprocess) stores into ``trawl.db`` in its
+#: working directory instead, and the data directory is a fresh one; the tests of the default
+#: itself (tests/test_scrapyd.py) unset TRAWL_STORE_URI for the runs they start.
+os.environ["XDG_DATA_HOME"] = tempfile.mkdtemp(prefix="trawl-tests-data-")
+atexit.register(shutil.rmtree, os.environ["XDG_DATA_HOME"], ignore_errors=True)
+os.environ["TRAWL_STORE_URI"] = "sqlite:///trawl.db"
 
 
 @dataclass

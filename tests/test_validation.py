@@ -267,6 +267,7 @@ BAD = {
     "ELASTICSEARCH_RETRIES": "-1",
     "ELASTICSEARCH_BACKOFF": "x",
     "ELASTICSEARCH_BACKOFF_MAX": "x",
+    "SCRAPYD_URL": "localhost:6800",
 }
 
 

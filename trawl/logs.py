@@ -172,3 +172,29 @@ def install_log_handler(settings: BaseSettings) -> logging.Handler:
     _installed = handler
     settings.set("LOG_INSTALL_ROOT_HANDLER", False, priority="cmdline")
     return handler
+
+
+def write_usage_error(settings: BaseSettings, message: str) -> None:
+    """The one ``trawl: error: ...`` line of a refused input: on stderr, and last in ``LOG_FILE``.
+
+    A job scrapyd starts has no exit status anyone sees, and its stderr goes to
+    scrapyd's own log: the job log (``LOG_FILE``, which scrapyd sets) is where
+    its user looks, so the line ends that file too, as written on stderr (not
+    as a formatted record: ``TRAWL_LOG_JSON`` keeps it plain, see
+    docs/settings.md). A ``LOG_FILE`` that cannot be written leaves stderr only.
+    """
+    line = f"trawl: error: {redact(message)}\n"
+    sys.stderr.write(line)
+    filename = settings.get("LOG_FILE")
+    if not filename:
+        return
+    stream = getattr(_installed, "stream", None)
+    if stream is not None and stream is not sys.stderr and not stream.closed:
+        stream.write(line)
+        stream.flush()
+        return
+    try:
+        with open(filename, "a", encoding=settings.get("LOG_ENCODING") or "utf-8") as file:
+            file.write(line)
+    except (OSError, LookupError):
+        pass

@@ -3,6 +3,8 @@
 Override any of them with ``-s NAME=value`` or in a project's own settings.
 """
 
+from trawl.datadir import default_store_uri
+
 BOT_NAME = "trawl"
 
 # Sources come from plugins (trawl_register_sources), trawl's own included; a project
@@ -17,7 +19,9 @@ USER_AGENT = "trawl/0.1 (+https://github.com/trawl-project/trawl)"
 ROBOTSTXT_OBEY = False  # APIs, not pages: robots.txt does not govern them
 
 # --- Storage -----------------------------------------------------------------------------
-STORE_URI = "sqlite:///trawl.db"
+# $TRAWL_STORE_URI, else ~/.local/share/trawl/trawl.db ($XDG_DATA_HOME/trawl): the same store
+# for every run of a user, from any directory, by hand, cron or scrapyd (trawl.datadir).
+STORE_URI = default_store_uri()
 SQLITE_SYNCHRONOUS = "NORMAL"
 SQLITE_CACHE_MB = 64
 # Pages smaller than this wait up to BATCH_COALESCE_SECONDS for more of their source and are
@@ -226,3 +230,7 @@ INTELX_PAGE_SIZE = 1000  # "limit" of each result request
 INTELX_SEARCH_TIMEOUT = 5  # "timeout" of the search (seconds, IntelX side)
 INTELX_POLL_INTERVAL = 2.0  # seconds between result requests while IntelX answers "not ready yet"
 INTELX_MAX_POLLS = 30  # "not ready yet" answers in a row before the run gives up
+
+# --- Recurring schedules in scrapyd (`trawl schedule`, docs/schedules.md) -----------------------
+SCRAPYD_URL = "http://localhost:6800"  # the scrapyd `trawl schedule` talks to (--url)
+SCRAPYD_PROJECT = "trawl"  # its project name there, as deployed by scrapyd-deploy (--project)

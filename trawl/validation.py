@@ -354,6 +354,9 @@ SETTINGS: dict[str, Check] = {
     "ELASTICSEARCH_BACKOFF": seconds(0),
     "ELASTICSEARCH_BACKOFF_MAX": seconds(0),
     "ELASTICSEARCH_DEAD_LETTERS": text,
+    # trawl schedule (recurring schedules in scrapyd)
+    "SCRAPYD_URL": http_url(),
+    "SCRAPYD_PROJECT": text,
 }
 
 #: What :func:`trawl.logs.install_log_handler` reads, checked before any line is logged.

@@ -23,7 +23,7 @@ from scrapy.exceptions import UsageError
 from trawl.arguments import parse_bool
 from trawl.errors import TrawlError
 from trawl.extensions.errors import unattributed_errors
-from trawl.logs import install_log_handler
+from trawl.logs import install_log_handler, write_usage_error
 from trawl.middlewares.proxies import read_proxy_list
 from trawl.outcome import COMPLETE
 from trawl.pluginmanager import plugin_manager_from_settings
@@ -37,12 +37,16 @@ if TYPE_CHECKING:
     import pluggy
 
 EXIT_USAGE = 2
+#: The spider argument scrapyd adds to every job (``-a _job=<id>``).
+SCRAPYD_JOB_ARGUMENT = "_job"
 EXIT_INCOMPLETE = 1
 
 logger = logging.getLogger(__name__)
 
 
 class Command(ScrapyCrawlCommand):
+    scrapyd_job: str | None = None
+
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         """After ``-s``/``-L``/``--logfile`` are read, before Scrapy's process (and its banner) exists."""
         super().process_options(args, opts)
@@ -50,9 +54,11 @@ class Command(ScrapyCrawlCommand):
         try:
             validate_settings(self.settings, names=LOGGING_SETTINGS)
         except TrawlError as exc:
-            sys.stderr.write(f"trawl: error: {exc}\n")
+            write_usage_error(self.settings, str(exc))
             sys.exit(EXIT_USAGE)
         install_log_handler(self.settings)
+        # scrapyd adds its job id as a spider argument; it is no source's.
+        self.scrapyd_job = opts.spargs.pop(SCRAPYD_JOB_ARGUMENT, None)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
@@ -144,6 +150,8 @@ class Command(ScrapyCrawlCommand):
         assert self.settings is not None
         uri = str(self.settings.get("STORE_URI") or "").strip()
         logger.info("store: %s", describe_store_uri(uri, plugins))
+        if self.scrapyd_job:
+            logger.info("scrapyd job: %s", self.scrapyd_job)
 
     def _plugins(self) -> pluggy.PluginManager:
         """The crawl's plugin manager; raises ``TrawlUsageError`` for bad plugin settings."""
@@ -151,5 +159,6 @@ class Command(ScrapyCrawlCommand):
         return plugin_manager_from_settings(self.settings)
 
     def _fail(self, message: str) -> None:
-        sys.stderr.write(f"trawl: error: {message}\n")
+        assert self.settings is not None
+        write_usage_error(self.settings, message)
         self.exitcode = EXIT_USAGE

@@ -32,6 +32,7 @@ import orjson
 import polars as pl
 
 from trawl.context import RunContext
+from trawl.datadir import data_dir
 from trawl.errors import StoreError, TrawlUsageError
 from trawl.items import URL_SCHEMA, Batch, UrlBatch
 from trawl.stores.contract import PartlyStored
@@ -78,11 +79,20 @@ class SqliteStore:
 
     @classmethod
     def check_uri(cls, uri: str) -> None:
-        """The directory must exist: it is never created (a cron job as root made ``/nonexistent/dir``)."""
+        """The directory must exist: it is never created (a cron job as root made ``/nonexistent/dir``).
+
+        Except trawl's own data directory, where the default store is (:mod:`trawl.datadir`):
+        made on first use, readable by its user only, as XDG asks.
+        """
         path = sqlite_path(uri)
         if path == ":memory:":
             return
         directory = Path(path).absolute().parent
+        if not directory.is_dir() and directory == data_dir():
+            try:
+                directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+            except OSError as exc:
+                raise TrawlUsageError(f"STORE_URI {uri!r}: cannot create {str(directory)!r}: {exc}") from None
         if not directory.is_dir():
             raise TrawlUsageError(
                 f"STORE_URI {uri!r}: the directory {str(directory)!r} does not exist"
