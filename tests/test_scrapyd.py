@@ -17,10 +17,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FAST, ROOT, crawl_args, run_scrapy
+from tests.servers.commoncrawl import FakeCommonCrawl, cc_record
+from tests.servers.ghostarchive import FakeGhostArchive
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
+from tests.servers.intelx import FakeIntelX
 from tests.servers.otx import FakeOtxServer, OtxUrl
 from tests.servers.scrapyd import ScrapydServer
 from tests.servers.urlscan import FakeUrlscanServer, make_result
+from tests.servers.virustotal import FakeVirusTotal, build_report
 
 OTX_KEY = "OTX-KEY-5c1e77-SECRET"
 URLSCAN_KEY = "URLSCAN-KEY-90ad2b-SECRET"
@@ -118,6 +122,53 @@ def test_a_job_and_a_hand_run_share_the_default_store(
     rows = stored(default)
     assert set(rows) == {*wayback_urls, otx_only}
     assert rows[wayback_urls[0]]["sources"] == "otx,wayback"
+
+
+def test_every_source_runs_under_scrapyd(scrapyd: ScrapydServer, tmp_path: Path) -> None:
+    """Each source as a job of its own, its arguments as form fields, each into its own store."""
+    vt_key, ix_key = "vt-test-key-0123456789abcdef", "ix-test-key-0123456789"
+    url = {name: f"https://example.com/from-{name}" for name in SOURCES}
+    newest_crawl = [cc_record(url["commoncrawl"], "20250801000000", crawl="CC-MAIN-2025-33")]
+    servers = {
+        "wayback": cdx([url["wayback"]]),
+        "commoncrawl": FakeCommonCrawl({"CC-MAIN-2025-33": newest_crawl}),
+        "otx": otx([url["otx"]]),
+        "urlscan": FakeUrlscanServer(results=[make_result(url["urlscan"], "2023-01-01T00:00:00.000Z")]),
+        "virustotal": FakeVirusTotal(
+            keys={vt_key}, reports={"example.com": build_report([(url["virustotal"], "2020-01-01 00:00:00")])}
+        ),
+        "intelx": FakeIntelX(keys={ix_key}, selectors={"example.com": [url["intelx"]]}),
+        "ghostarchive": FakeGhostArchive(archives={".example.com": [url["ghostarchive"]]}),
+    }
+    extra = {
+        "commoncrawl": {"TRAWL_CACHE_DIR": str(tmp_path / "cache")},
+        "virustotal": {"VIRUSTOTAL_API_KEY": vt_key},
+        "intelx": {"INTELX_API_KEY": ix_key, "INTELX_FALLBACK_BASE_URL": "", "INTELX_POLL_INTERVAL": 0},
+    }
+    for server in servers.values():
+        server.__enter__()
+    try:
+        jobs = {}
+        for name, server in servers.items():
+            settings = {
+                f"{name.upper()}_BASE_URL": server.base_url,
+                "STORE_URI": f"sqlite:///{tmp_path / name}.db",
+                **FAST,
+                **extra.get(name, {}),
+            }
+            jobs[name] = scrapyd.schedule(name, settings=settings, domain="example.com", subs="true")
+        for job in jobs.values():
+            scrapyd.wait_finished(job, timeout=180)
+    finally:
+        for server in servers.values():
+            server.__exit__(None, None, None)
+    for name, job in jobs.items():
+        log = scrapyd.job_log(job)
+        assert set(stored(tmp_path / f"{name}.db")) == {url[name]}, (name, log[-3000:])
+        assert "Traceback" not in log and "] ERROR:" not in log, (name, log[-3000:])
+
+
+SOURCES = ("wayback", "commoncrawl", "otx", "urlscan", "virustotal", "intelx", "ghostarchive")
 
 
 # --- refused input ---------------------------------------------------------------------------
