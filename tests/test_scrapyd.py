@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,26 +49,63 @@ def urls(domain: str, count: int) -> list[str]:
     return [f"https://{'www.' if i % 3 == 0 else ''}{domain}/page/{i}?q={i}" for i in range(count)]
 
 
-def cdx(domain_urls: list[str], **options: object) -> FakeCdxServer:
+def cdx(domain_urls: list[str], gate: AllArrived | None = None, **options: object) -> GatedCdx:
     captures = [make_capture(u, f"2020{1 + i % 12:02d}01000000") for i, u in enumerate(domain_urls)]
-    return FakeCdxServer(captures, **options)
+    server = GatedCdx(captures, **options)
+    server.gate = gate
+    return server
+
+
+class AllArrived:
+    """No answer until every one of ``parties`` servers has been asked something.
+
+    Each job is one process with its store opened before its first request: so
+    held, the jobs are certainly all running, and writing, at the same time.
+    """
+
+    def __init__(self, parties: int, timeout: float = 180.0) -> None:
+        self.parties, self.timeout = parties, timeout
+        self.arrived: set[int] = set()
+        self.lock = threading.Lock()
+        self.event = threading.Event()
+
+    def wait(self, server: object) -> None:
+        with self.lock:
+            self.arrived.add(id(server))
+            if len(self.arrived) >= self.parties:
+                self.event.set()
+        self.event.wait(self.timeout)  # on timeout the test fails on the overlap of the runs
+
+
+class GatedCdx(FakeCdxServer):
+    gate: AllArrived | None = None
+
+    def handle(self, path_qs, headers):  # noqa: ANN001, ANN201 - FakeCdxServer's signature
+        if self.gate is not None:
+            self.gate.wait(self)
+        return super().handle(path_qs, headers)
 
 
 class SlowOtx(FakeOtxServer):
-    """OTX answering each page after ``delay`` seconds: jobs that last long enough to overlap."""
+    """OTX answering each page after ``delay`` seconds, and after ``gate`` opens if there is one."""
 
     delay = 0.0
+    gate: AllArrived | None = None
 
     def handle(self, request):  # noqa: ANN001, ANN201 - FakeOtxServer's signature
+        if self.gate is not None:
+            self.gate.wait(self)
         time.sleep(self.delay)
         return super().handle(request)
 
 
-def otx(domain_urls: list[str], delay: float = 0.0, **options: object) -> SlowOtx:
+def otx(
+    domain_urls: list[str], delay: float = 0.0, gate: AllArrived | None = None, **options: object
+) -> SlowOtx:
     server = SlowOtx(
         urls=[OtxUrl(u, f"2022-{1 + i % 12:02d}-15T10:00:00") for i, u in enumerate(domain_urls)]
     )
-    server.delay = delay
+    server.delay, server.gate = delay, gate
     for name, value in options.items():
         setattr(server, name, value)
     return server
@@ -208,10 +246,11 @@ def test_bad_input_fails_the_job_with_one_line_last_in_its_log(
 def test_four_concurrent_jobs_share_one_store_exactly(scrapyd: ScrapydServer, tmp_path: Path) -> None:
     db = tmp_path / "shared.db"
     domains = {"example.com": urls("example.com", 300), "example.org": urls("example.org", 300)}
+    gate = AllArrived(4)
     servers = {}
     for domain, domain_urls in domains.items():
-        servers[(domain, "wayback")] = cdx(domain_urls, lines_per_page=10, latency=0.3)
-        servers[(domain, "otx")] = otx(domain_urls, delay=0.2, max_limit=10)
+        servers[(domain, "wayback")] = cdx(domain_urls, gate, lines_per_page=10, latency=0.05)
+        servers[(domain, "otx")] = otx(domain_urls, delay=0.05, gate=gate, max_limit=10)
     for server in servers.values():
         server.__enter__()
     try:
@@ -247,6 +286,7 @@ def test_four_concurrent_jobs_share_one_store_exactly(scrapyd: ScrapydServer, tm
         runs = con.execute("SELECT started_at, finished_at, finish_reason FROM runs").fetchall()
     assert len(runs) == 4 and all(reason == "finished" for *_, reason in runs)
     # The four runs were writing at the same time: each opened the store before any closed it.
+    assert gate.event.is_set(), "the four jobs never had a request in flight at the same time"
     assert max(start for start, _, _ in runs) < min(end for _, end, _ in runs), runs
 
 
