@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,10 +18,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FAST, ROOT, crawl_args, run_scrapy
+from tests.servers.commoncrawl import FakeCommonCrawl, cc_record
+from tests.servers.ghostarchive import FakeGhostArchive
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
+from tests.servers.intelx import FakeIntelX
 from tests.servers.otx import FakeOtxServer, OtxUrl
 from tests.servers.scrapyd import ScrapydServer
 from tests.servers.urlscan import FakeUrlscanServer, make_result
+from tests.servers.virustotal import FakeVirusTotal, build_report
 
 OTX_KEY = "OTX-KEY-5c1e77-SECRET"
 URLSCAN_KEY = "URLSCAN-KEY-90ad2b-SECRET"
@@ -44,26 +49,63 @@ def urls(domain: str, count: int) -> list[str]:
     return [f"https://{'www.' if i % 3 == 0 else ''}{domain}/page/{i}?q={i}" for i in range(count)]
 
 
-def cdx(domain_urls: list[str], **options: object) -> FakeCdxServer:
+def cdx(domain_urls: list[str], gate: AllArrived | None = None, **options: object) -> GatedCdx:
     captures = [make_capture(u, f"2020{1 + i % 12:02d}01000000") for i, u in enumerate(domain_urls)]
-    return FakeCdxServer(captures, **options)
+    server = GatedCdx(captures, **options)
+    server.gate = gate
+    return server
+
+
+class AllArrived:
+    """No answer until every one of ``parties`` servers has been asked something.
+
+    Each job is one process with its store opened before its first request: so
+    held, the jobs are certainly all running, and writing, at the same time.
+    """
+
+    def __init__(self, parties: int, timeout: float = 180.0) -> None:
+        self.parties, self.timeout = parties, timeout
+        self.arrived: set[int] = set()
+        self.lock = threading.Lock()
+        self.event = threading.Event()
+
+    def wait(self, server: object) -> None:
+        with self.lock:
+            self.arrived.add(id(server))
+            if len(self.arrived) >= self.parties:
+                self.event.set()
+        self.event.wait(self.timeout)  # on timeout the test fails on the overlap of the runs
+
+
+class GatedCdx(FakeCdxServer):
+    gate: AllArrived | None = None
+
+    def handle(self, path_qs, headers):  # noqa: ANN001, ANN201 - FakeCdxServer's signature
+        if self.gate is not None:
+            self.gate.wait(self)
+        return super().handle(path_qs, headers)
 
 
 class SlowOtx(FakeOtxServer):
-    """OTX answering each page after ``delay`` seconds: jobs that last long enough to overlap."""
+    """OTX answering each page after ``delay`` seconds, and after ``gate`` opens if there is one."""
 
     delay = 0.0
+    gate: AllArrived | None = None
 
     def handle(self, request):  # noqa: ANN001, ANN201 - FakeOtxServer's signature
+        if self.gate is not None:
+            self.gate.wait(self)
         time.sleep(self.delay)
         return super().handle(request)
 
 
-def otx(domain_urls: list[str], delay: float = 0.0, **options: object) -> SlowOtx:
+def otx(
+    domain_urls: list[str], delay: float = 0.0, gate: AllArrived | None = None, **options: object
+) -> SlowOtx:
     server = SlowOtx(
         urls=[OtxUrl(u, f"2022-{1 + i % 12:02d}-15T10:00:00") for i, u in enumerate(domain_urls)]
     )
-    server.delay = delay
+    server.delay, server.gate = delay, gate
     for name, value in options.items():
         setattr(server, name, value)
     return server
@@ -120,6 +162,53 @@ def test_a_job_and_a_hand_run_share_the_default_store(
     assert rows[wayback_urls[0]]["sources"] == "otx,wayback"
 
 
+def test_every_source_runs_under_scrapyd(scrapyd: ScrapydServer, tmp_path: Path) -> None:
+    """Each source as a job of its own, its arguments as form fields, each into its own store."""
+    vt_key, ix_key = "vt-test-key-0123456789abcdef", "ix-test-key-0123456789"
+    url = {name: f"https://example.com/from-{name}" for name in SOURCES}
+    newest_crawl = [cc_record(url["commoncrawl"], "20250801000000", crawl="CC-MAIN-2025-33")]
+    servers = {
+        "wayback": cdx([url["wayback"]]),
+        "commoncrawl": FakeCommonCrawl({"CC-MAIN-2025-33": newest_crawl}),
+        "otx": otx([url["otx"]]),
+        "urlscan": FakeUrlscanServer(results=[make_result(url["urlscan"], "2023-01-01T00:00:00.000Z")]),
+        "virustotal": FakeVirusTotal(
+            keys={vt_key}, reports={"example.com": build_report([(url["virustotal"], "2020-01-01 00:00:00")])}
+        ),
+        "intelx": FakeIntelX(keys={ix_key}, selectors={"example.com": [url["intelx"]]}),
+        "ghostarchive": FakeGhostArchive(archives={".example.com": [url["ghostarchive"]]}),
+    }
+    extra = {
+        "commoncrawl": {"TRAWL_CACHE_DIR": str(tmp_path / "cache")},
+        "virustotal": {"VIRUSTOTAL_API_KEY": vt_key},
+        "intelx": {"INTELX_API_KEY": ix_key, "INTELX_FALLBACK_BASE_URL": "", "INTELX_POLL_INTERVAL": 0},
+    }
+    for server in servers.values():
+        server.__enter__()
+    try:
+        jobs = {}
+        for name, server in servers.items():
+            settings = {
+                f"{name.upper()}_BASE_URL": server.base_url,
+                "STORE_URI": f"sqlite:///{tmp_path / name}.db",
+                **FAST,
+                **extra.get(name, {}),
+            }
+            jobs[name] = scrapyd.schedule(name, settings=settings, domain="example.com", subs="true")
+        for job in jobs.values():
+            scrapyd.wait_finished(job, timeout=180)
+    finally:
+        for server in servers.values():
+            server.__exit__(None, None, None)
+    for name, job in jobs.items():
+        log = scrapyd.job_log(job)
+        assert set(stored(tmp_path / f"{name}.db")) == {url[name]}, (name, log[-3000:])
+        assert "Traceback" not in log and "] ERROR:" not in log, (name, log[-3000:])
+
+
+SOURCES = ("wayback", "commoncrawl", "otx", "urlscan", "virustotal", "intelx", "ghostarchive")
+
+
 # --- refused input ---------------------------------------------------------------------------
 
 REFUSED = {
@@ -157,10 +246,11 @@ def test_bad_input_fails_the_job_with_one_line_last_in_its_log(
 def test_four_concurrent_jobs_share_one_store_exactly(scrapyd: ScrapydServer, tmp_path: Path) -> None:
     db = tmp_path / "shared.db"
     domains = {"example.com": urls("example.com", 300), "example.org": urls("example.org", 300)}
+    gate = AllArrived(4)
     servers = {}
     for domain, domain_urls in domains.items():
-        servers[(domain, "wayback")] = cdx(domain_urls, lines_per_page=10, latency=0.3)
-        servers[(domain, "otx")] = otx(domain_urls, delay=0.2, max_limit=10)
+        servers[(domain, "wayback")] = cdx(domain_urls, gate, lines_per_page=10, latency=0.05)
+        servers[(domain, "otx")] = otx(domain_urls, delay=0.05, gate=gate, max_limit=10)
     for server in servers.values():
         server.__enter__()
     try:
@@ -196,6 +286,7 @@ def test_four_concurrent_jobs_share_one_store_exactly(scrapyd: ScrapydServer, tm
         runs = con.execute("SELECT started_at, finished_at, finish_reason FROM runs").fetchall()
     assert len(runs) == 4 and all(reason == "finished" for *_, reason in runs)
     # The four runs were writing at the same time: each opened the store before any closed it.
+    assert gate.event.is_set(), "the four jobs never had a request in flight at the same time"
     assert max(start for start, _, _ in runs) < min(end for _, end, _ in runs), runs
 
 

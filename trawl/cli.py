@@ -9,8 +9,9 @@ Scrapy finds a project's settings, and with them its commands
 project built on trawl names its own module) and runs Scrapy's command line,
 so every command and argument is Scrapy's: ``trawl crawl wayback -a
 domain=example.com`` is ``scrapy crawl wayback -a domain=example.com`` run in
-the project. Relative paths (``sqlite:///trawl.db``, ``-o urls.txt``) are
-relative to the directory it is started in.
+the project. Relative paths (``-s STORE_URI=sqlite:///x.db``, ``-o urls.txt``)
+are relative to the directory it is started in; the default store is the same
+from every directory (:mod:`trawl.datadir`).
 """
 
 from __future__ import annotations
