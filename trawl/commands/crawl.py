@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import uuid
 from typing import TYPE_CHECKING
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
@@ -109,7 +110,8 @@ class Command(ScrapyCrawlCommand):
             if uri:
                 check_store_uri(uri, plugins, self._store_needs(exports=bool(feeds)))
             read_proxy_list(self.settings)
-            runs = start_all(self.crawler_process, self.settings, opts.spargs)
+            job_id = uuid.uuid4().hex  # every source's run is part of this one job
+            runs = start_all(self.crawler_process, self.settings, opts.spargs, job_id)
         except TrawlError as exc:
             self._fail(str(exc))
             return
