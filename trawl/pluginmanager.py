@@ -57,6 +57,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "trawl.plugins.dedup",
     "trawl.stores.elasticsearch",
     "trawl.plugins.normalizer",
+    "trawl.plugins.notify",
     "trawl.plugins.scope",
     "trawl.plugins.sources",
     "trawl.stores.sqlite",

@@ -140,6 +140,9 @@ class PluginPipeline:
                 stats.inc_value("trawl/duplicates", repeats)
             stats.inc_value("trawl/urls_new", new)
             stats.inc_value("trawl/urls_unique", len(batch) - repeats)
+            if getattr(context.spider, "new_only", False):
+                # -a new_only=true: the exports get only the URLs the store did not know.
+                batch.frame = batch.frame.filter(pl.col("new"))
         return batch
 
     async def _store(self, batch: Batch) -> int:
