@@ -32,7 +32,7 @@ def crawl(
 ) -> CrawlResult:
     values: dict[str, object] = {"WAYBACK_BASE_URL": server.base_url, "PROGRESS_INTERVAL": 0, **settings}
     args = crawl_args(source, "example.com", values, "-a", "filters=false", *extra)
-    if source == "all":
+    if source == "all" and not any(a.startswith("sources=") for a in extra):
         args += ["-a", "sources=wayback,otx"]
     result = run_scrapy(workdir, *args)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -155,3 +155,36 @@ def test_bad_input_is_one_line(workdir: Path, args: list[str], status: int, mess
     assert result.returncode == status, result.stderr
     assert result.stderr.strip().splitlines() == [result.stderr.strip()], result.stderr
     assert result.stderr.startswith(f"trawl: error: {message}"), result.stderr
+
+
+# --- -a new_only=true: a crawl exports only the URLs it added to the store -----------------
+
+
+@pytest.mark.parametrize("source", ["wayback", "all"])
+def test_new_only_exports_what_the_run_added(workdir: Path, source: str) -> None:
+    extra = ("-a", "sources=wayback") if source == "all" else ()
+    new_only = (*extra, "-a", "new_only=true")
+    with wayback(FIRST) as server:
+        crawl(workdir, server, source, *new_only, "-o", "appended.txt")
+        server.set_captures([make_capture(u, "20210101000000") for u in FIRST + LATER])
+        crawl(workdir, server, source, *new_only, "-O", "second.jsonl")
+        crawl(workdir, server, source, *new_only, "-o", "appended.txt")
+        third = crawl(workdir, server, source, *new_only, "-O", "second.jsonl")
+    assert sorted((workdir / "appended.txt").read_text().splitlines()) == sorted(FIRST)  # nothing new added
+    rows = [json.loads(line) for line in (workdir / "second.jsonl").read_text().splitlines()]
+    assert sorted(r["url"] for r in rows) == LATER and all(r["new"] for r in rows)
+    # The last run added nothing: -O keeps the file it had (an export is never emptied), and says so.
+    assert "second.jsonl kept as it was: this run exported no URL" in third.stderr
+
+
+def test_new_only_without_a_store_is_refused(workdir: Path) -> None:
+    result = run_scrapy(
+        workdir,
+        *crawl_args(
+            "wayback", "example.com", {"STORE_URI": "", "TRAWL_LOG_ALL": "False"}, "-a", "new_only=true"
+        ),
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        "trawl: error: -a new_only=true exports the URLs the store did not know: it needs a store (STORE_URI)"
+    )
