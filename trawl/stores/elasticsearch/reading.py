@@ -106,7 +106,7 @@ def first_seen_frames(hits: Iterable[Mapping[str, Any]], size: int) -> Iterator[
     from trawl.report import FIRST_SEEN_SCHEMA
 
     for batch in url_batches(hits, size, set(), keep_first_run=True):
-        yield batch.frame.select(FIRST_SEEN_SCHEMA)
+        yield batch.frame.select(list(FIRST_SEEN_SCHEMA))
 
 
 _COLUMNS = ("urls", "hosts", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes", "new")
