@@ -100,14 +100,14 @@ class Command(ScrapyCrawlCommand):
         started = time.time()
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
-        if self.crawler_process.bootstrap_failed:
-            self.exitcode = EXIT_INCOMPLETE
-            return
         outcome = crawler.stats.get_value("trawl/outcome") if crawler.stats else None
+        if self.crawler_process.bootstrap_failed:
+            outcome = FAILED
         if outcome is not None and outcome != COMPLETE:
             self.exitcode = EXIT_INCOMPLETE
         if not parse_bool("check_only", opts.spargs.get("check_only", False)):
-            self._run_finished([run], run.run_id or "", opts.spargs, outcome or FAILED, plugins, started)
+            outcome = outcome or (FAILED if self.exitcode else COMPLETE)  # a spider that sets no outcome
+            self._run_finished([run], run.run_id or "", opts.spargs, outcome, plugins, started)
 
     def run_all(self, opts: argparse.Namespace, plugins: pluggy.PluginManager) -> None:
         """``scrapy crawl all``: see :mod:`trawl.runall`."""
@@ -166,16 +166,24 @@ class Command(ScrapyCrawlCommand):
             domain: str | None = parse_target(spargs.get("domain")).domain
         except TrawlError:
             domain = None  # a project's own spider that takes no domain
-        summary = build_summary(
-            runs,
-            job_id=job_id,
-            domain=domain,
-            outcome=outcome,
-            exit_status=int(self.exitcode or 0),
-            settings=self.settings,
-            plugins=plugins,
-            started_at=started,
-        )
+        try:
+            summary = build_summary(
+                runs,
+                job_id=job_id,
+                domain=domain,
+                outcome=outcome,
+                exit_status=int(self.exitcode or 0),
+                settings=self.settings,
+                plugins=plugins,
+                started_at=started,
+            )
+        except Exception as exc:  # noqa: BLE001 - the run is over: its status stands
+            logger.warning(
+                "run summary: cannot be built (%s: %s); trawl_run_finished not called",
+                type(exc).__name__,
+                exc,
+            )
+            return
         run_finished(plugins, summary)
 
     def _store_needs(self, exports: bool = False) -> tuple[str, ...]:
