@@ -76,7 +76,7 @@ def test_help_lists_every_command_once(outside: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "active project: trawl" in result.stdout
     commands = listed_commands(result.stdout)
-    assert {"crawl", "search", "plugins", "list", *HYPHENATED} <= set(commands)
+    assert {"crawl", "search", "report", "plugins", "list", *HYPHENATED} <= set(commands)
     assert len(commands) == len(set(commands))
     assert "es_replay" not in commands and "kibana_setup" not in commands
 
@@ -114,6 +114,11 @@ def test_crawl_then_search_from_elsewhere(outside: Path, wayback: FakeCdxServer)
     assert set(found.stdout.split()) == URLS
     counted = trawl(outside, "search", "host:api.example.com", "--count", "--store", "sqlite:///trawl.db")
     assert (counted.returncode, counted.stdout.strip()) == (0, "1")
+
+    report = trawl(outside, "report", "new", "--domain", "example.com")
+    assert report.returncode == 0, report.stderr
+    assert set(report.stdout.split()) == URLS
+    assert report.stderr.startswith("trawl: 3 new URLs for example.com in the last crawl (job ")
 
     unknown = trawl(outside, "crawl", "nope", "-a", "domain=example.com")
     assert unknown.returncode == 2

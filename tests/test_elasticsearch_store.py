@@ -383,7 +383,7 @@ def facts(es: Elasticsearch, prefix: str) -> dict[str, tuple]:
 
 
 def test_the_store_implements_every_capability() -> None:
-    assert missing_capabilities(ElasticsearchStore, ["write", "resume", "read", "search"]) == []
+    assert missing_capabilities(ElasticsearchStore, ["write", "resume", "read", "search", "report"]) == []
     assert isinstance(ElasticsearchStore, AsyncWritingStore)
     assert ElasticsearchStore.kinds == frozenset({"url"})
 
@@ -736,3 +736,65 @@ def test_a_9x_client_talks_to_an_8x_cluster(
     assert summary(documents(es, prefix)) == EXPECTED
     assert searched.stdout == f"{len(EXPECTED)}\n", searched.stderr
     assert proxy.compat_seen == {"8"}
+
+
+# --------------------------------------------------------------------------------------
+# trawl report new, and the run summary's new URLs (issue 10, items 4 and 5)
+# --------------------------------------------------------------------------------------
+
+FIRST = ["https://example.com/a", "https://example.com/b", "https://sub.example.com/c"]
+LATER = ["https://example.com/d", "https://example.com/e"]
+
+
+def report(workdir: Path, es_url: str, prefix: str, *args: str) -> CrawlResult:
+    result = run_scrapy(
+        workdir, "report", "new", "--domain", DOMAIN, *args,
+        "-s", f"STORE_URI={store_uri(es_url)}", "-s", f"ELASTICSEARCH_INDEX_PREFIX={prefix}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_no_traceback(result)
+    return result
+
+
+def test_report_new_reads_the_index_like_the_sqlite_store(workdir: Path, es_url: str, prefix: str) -> None:
+    from tests.servers.ia_cdx import make_capture
+    from tests.servers.receiver import FakeReceiver
+
+    with FakeCdxServer([make_capture(u, "20200101000000") for u in FIRST], lines_per_page=2) as cdx:
+        assert_complete(crawl(workdir, cdx, es_url, prefix))
+        first = report(workdir, es_url, prefix)
+        assert first.stdout.splitlines() == sorted(FIRST)
+        assert first.stderr.startswith("trawl: 3 new URLs for example.com in the last crawl (job ")
+        cdx.set_captures([make_capture(u, "20210101000000") for u in FIRST + LATER])
+        with FakeReceiver() as recv:
+            assert_complete(crawl(workdir, cdx, es_url, prefix, NOTIFY_URLS=f"{recv.base_url}/hook"))
+        [posted] = recv.bodies()
+        assert (posted["new_count"], posted["new_urls"]) == (2, LATER)
+        second = report(workdir, es_url, prefix, "-o", "new.jsonl")
+        rows = [orjson.loads(line) for line in (workdir / "new.jsonl").read_text().splitlines()]
+        assert [r["url"] for r in rows] == LATER
+        assert {(r["source"], r["run_id"]) for r in rows} == {("wayback", posted["job_id"])}
+        assert "written to new.jsonl" in second.stderr
+        assert_complete(crawl(workdir, cdx, es_url, prefix))
+    third = report(workdir, es_url, prefix)
+    assert third.stdout == ""
+    assert third.stderr.startswith("trawl: 0 new URLs for example.com in the last crawl (job ")
+    everything = report(workdir, es_url, prefix, "--since", "2000-01-01")
+    assert everything.stdout.splitlines() == sorted(FIRST + LATER)
+    sub = report(workdir, es_url, prefix, "--since", "2000-01-01", "--domain", "sub.example.com")
+    assert sub.stdout.splitlines() == ["https://sub.example.com/c"]
+
+
+def test_a_runs_index_from_before_jobs_gets_the_field(
+    workdir: Path, server: FakeCdxServer, es_url: str, es: Elasticsearch, prefix: str
+) -> None:
+    from trawl.stores.elasticsearch.templates import RUNS_MAPPINGS
+
+    old = {"dynamic": "strict", "properties": dict(RUNS_MAPPINGS["properties"])}
+    del old["properties"]["job"]
+    es.indices.create(index=f"{prefix}-runs", mappings=old)
+    result = crawl(workdir, server, es_url, prefix)
+    assert_complete(result)
+    es.indices.refresh(index=f"{prefix}-runs")
+    [run] = es.search(index=f"{prefix}-runs", query={"match_all": {}})["hits"]["hits"]
+    assert run["_source"]["job"] == stat(result, "trawl/run_id")

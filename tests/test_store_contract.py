@@ -31,7 +31,7 @@ from trawl.stores.contract import missing_capabilities
 from trawl.stores.sqlite import SqliteStore
 
 DOMAIN = "example.com"
-ALL = ["write", "resume", "read", "search"]
+ALL = ["write", "resume", "read", "search", "report"]
 
 
 class _Stats:
@@ -139,7 +139,7 @@ def test_writing_only_store_lacks_the_rest(store_plugin: Path) -> None:
         from trawl_text_store import TextStore  # type: ignore[import-not-found]
     finally:
         sys.path.remove(str(store_plugin))
-    assert missing_capabilities(TextStore, ALL) == ["resume", "read", "search"]
+    assert missing_capabilities(TextStore, ALL) == ["resume", "read", "search", "report"]
 
 
 def test_writing_only_store_works_for_a_plain_crawl(workdir: Path, server: FakeCdxServer, store_plugin: Path):
@@ -183,4 +183,16 @@ def test_writing_only_store_cannot_be_searched(workdir: Path, store_plugin: Path
     assert (
         "trawl: error: the 'text' store (TextStore) does not implement SearchableStore (scrapy search)"
         in (result.stderr)
+    )
+
+
+def test_writing_only_store_cannot_report(workdir: Path, store_plugin: Path) -> None:
+    store = f"text://{workdir / 'x.txt'}"
+    result = run_scrapy(
+        workdir, "report", "new", "--domain", DOMAIN, "--store", store, env={"PYTHONPATH": str(store_plugin)}
+    )
+    assert result.returncode == 2
+    assert_no_traceback(result)
+    assert result.stderr == (
+        "trawl: error: the 'text' store (TextStore) does not implement ReportingStore (trawl report new)\n"
     )

@@ -268,6 +268,11 @@ BAD = {
     "ELASTICSEARCH_BACKOFF": "x",
     "ELASTICSEARCH_BACKOFF_MAX": "x",
     "SCRAPYD_URL": "localhost:6800",
+    "NOTIFY_URLS": "ftp://files.example.com/drop",
+    "NOTIFY_ON": "sometimes",
+    "NOTIFY_MAX_URLS": "all",
+    "NOTIFY_TIMEOUT": "0",
+    "TELEGRAM_API_BASE_URL": "api.telegram.org",
 }
 
 

@@ -29,6 +29,9 @@ class RunContext:
     run_id: str
     plugins: pluggy.PluginManager
     state: dict[str, Any] = field(default_factory=dict)
+    #: The invocation this run is part of: ``scrapy crawl all`` runs one crawl per
+    #: source under one job; a single-source crawl is a job of its own (its run id).
+    job_id: str = ""
     #: The store this crawl writes to (``None``: exports only).
     store: WritingStore | None = None
     #: Pages this run stored before it was stopped (page key -> upstream rows):

@@ -157,9 +157,7 @@ def load_config_file(path: str) -> dict[str, object]:
     return {str(k): v for k, v in data.items()}
 
 
-def _layer_label(
-    name: str, layer: object, settings: object, args: object, config_path: object
-) -> str:
+def _layer_label(name: str, layer: object, settings: object, args: object, config_path: object) -> str:
     """How the user wrote a filter: ``-a filter_code=``, ``FILTER_CODE in config.yml``, ``FILTER_CODE``."""
     if layer is args:
         return f"-a {name.lower()}="

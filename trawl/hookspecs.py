@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 
     from trawl.context import RunContext
     from trawl.items import Batch
+    from trawl.runsummary import RunSummary
     from trawl.stores.contract import WritingStore
 
 #: Both markers live here, next to the specifications, so that ``import trawl``
@@ -113,3 +114,16 @@ def trawl_dedup_batch(batch: Batch, context: RunContext) -> Batch | None:
 @hookspec
 def trawl_close(context: RunContext, reason: str) -> None:
     """A crawl ends: release per-run state."""
+
+
+@hookspec
+def trawl_run_finished(summary: RunSummary) -> None:
+    """A run has ended (every source, for ``scrapy crawl all``): report it.
+
+    Called once per ``scrapy crawl`` invocation, after the reactor stopped,
+    the exports were written and the exit status was decided, with a
+    :class:`~trawl.runsummary.RunSummary` (sources and their counts, the
+    outcome, the new URLs). Nothing a plugin does here changes the exit
+    status: an exception is one WARNING line. trawl's ``notify`` plugin
+    posts the summary to ``NOTIFY_URLS``. Keep it short: the process waits.
+    """

@@ -17,6 +17,9 @@ import uuid
 from pathlib import Path
 
 RESUMABLE = "TRAWL_JOBDIR"
+#: Internal setting: the job (one ``scrapy crawl all``) a crawler's run belongs to; set by
+#: :func:`trawl.runall.start_all`. A crawl without it is a job of its own (its run id).
+JOB_ID = "TRAWL_JOB"
 
 
 def _state_file(jobdir: str, source: str) -> Path:

@@ -57,6 +57,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "trawl.plugins.dedup",
     "trawl.stores.elasticsearch",
     "trawl.plugins.normalizer",
+    "trawl.plugins.notify",
     "trawl.plugins.scope",
     "trawl.plugins.sources",
     "trawl.stores.sqlite",
@@ -119,7 +120,7 @@ def _read_extra(value: Any) -> tuple[tuple[str, bool], ...]:
     elif isinstance(value, Iterable):
         pairs = [(str(path).strip(), True) for path in value]
     else:
-        raise TrawlUsageError(f"TRAWL_PLUGINS takes {{\"module.path\": true}} or a list, not {value!r}")
+        raise TrawlUsageError(f'TRAWL_PLUGINS takes {{"module.path": true}} or a list, not {value!r}')
     return tuple(sorted((path, on) for path, on in pairs if path))
 
 

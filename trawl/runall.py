@@ -23,7 +23,7 @@ from scrapy import signals
 from trawl.arguments import split_list
 from trawl.errors import TrawlUsageError
 from trawl.failcause import estimate_unknown
-from trawl.jobdir import RESUMABLE
+from trawl.jobdir import JOB_ID, RESUMABLE
 from trawl.outcome import COMPLETE, SKIPPED_NO_KEY, error_count
 from trawl.ratelimits import format_duration, parse_rate
 from trawl.spiders.base import COMMON_ARGUMENTS, FILTER_ARGUMENTS
@@ -100,8 +100,14 @@ def check_unused(spiderclasses: list[Any], arguments: Mapping[str, Any]) -> None
         raise TrawlUsageError(f"no selected source takes -a {unknown[0]}=")
 
 
-def start_all(process: CrawlerProcess, settings: Settings, arguments: Mapping[str, Any]) -> list[SourceRun]:
-    """Validate everything, then schedule one crawler per source (not started yet)."""
+def start_all(
+    process: CrawlerProcess, settings: Settings, arguments: Mapping[str, Any], job_id: str = ""
+) -> list[SourceRun]:
+    """Validate everything, then schedule one crawler per source (not started yet).
+
+    Every source's run is recorded under ``job_id``: what ``trawl report new
+    --since last`` reads as "the last crawl" (one job, several runs).
+    """
     loader = process.spider_loader
     names, explicit = select_sources(loader.list(), arguments)
     classes = [loader.load(name) for name in names]
@@ -114,6 +120,8 @@ def start_all(process: CrawlerProcess, settings: Settings, arguments: Mapping[st
         # Exported from the store at the end; a priority above the runner's (crawl() merges it in).
         crawler.settings.set("FEEDS", {}, priority=100)
         use_trawl_jobdir(crawler.settings)
+        if job_id:
+            crawler.settings.set(JOB_ID, job_id, priority=100)
         run = SourceRun(name, crawler, explicit)
         run.started = time.monotonic()
         crawler.signals.connect(run.mark_finished, signal=signals.spider_closed)

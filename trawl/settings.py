@@ -47,6 +47,14 @@ FEED_EXPORT_ENCODING = "utf-8"
 # -O replaces a file at the end of the run, and only with one that has URLs (trawl.feedstorage).
 FEED_STORAGES = {"": "trawl.feedstorage.SafeFileFeedStorage", "file": "trawl.feedstorage.SafeFileFeedStorage"}
 
+# --- Notifications when a run ends (trawl.plugins.notify) ------------------------------------
+# Receivers: https://... (JSON), slack+https://..., discord+https://..., telegram://TOKEN@CHAT_ID.
+NOTIFY_URLS: list[str] = []
+NOTIFY_ON = "always"  # always, new (the run added URLs), error (exit status not 0); or several
+NOTIFY_MAX_URLS = 20  # new URLs listed in a notification (and in the run summary)
+NOTIFY_TIMEOUT = 5.0  # seconds for all receivers together; a slow one is left behind
+TELEGRAM_API_BASE_URL = "https://api.telegram.org"
+
 # --- Progress ----------------------------------------------------------------------------
 EXTENSIONS = {
     "trawl.extensions.progress.Progress": 500,

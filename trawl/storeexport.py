@@ -6,7 +6,8 @@ every URL the store holds for the domain (``ReadableStore.read_domain``; only
 the domain itself and ``www.`` with ``-a subs=false``), not only the URLs this
 run touched: the file is the store's view of the domain, so a rerun whose
 sources are down, or that ran fewer sources, still exports everything known
-(issue 9, item 6). ``new`` is true for the URLs this run added to the store.
+(issue 9, item 6). ``new`` is true for the URLs this run added to the store;
+with ``-a new_only=true`` only those are written (waymore's ``-nlf``).
 
 The files are written like a single source's (:mod:`trawl.feedstorage`):
 ``-O`` replaces a file at the end, and only with one that has URLs; ``-o``
@@ -32,9 +33,17 @@ from trawl.target import Target
 
 
 def export_from_store(
-    run_ids: list[str], feeds: Mapping[str, Mapping[str, Any]], settings: Any, pm: Any, target: Target
+    run_ids: list[str],
+    feeds: Mapping[str, Mapping[str, Any]],
+    settings: Any,
+    pm: Any,
+    target: Target,
+    new_only: bool = False,
 ) -> int:
-    """Write the ``-o``/``-O`` files of ``all``; returns the URLs read from the store."""
+    """Write the ``-o``/``-O`` files of ``all``; returns the URLs read from the store.
+
+    ``new_only`` (``-a new_only=true``): only the URLs these runs added to the store.
+    """
     if not feeds:
         return 0
     uri = (settings.get("STORE_URI") or "").strip()
@@ -55,6 +64,8 @@ def export_from_store(
             exporter = load_object(exporters[formats[path]])(file)
             exporter.start_exporting()
             for batch in domain_batches(reader, uri, target, new, settings):
+                if new_only:
+                    batch.frame = batch.frame.filter(pl.col("new"))
                 exporter.export_item(batch)
                 written += len(batch)
             exporter.finish_exporting()

@@ -261,6 +261,19 @@ def replicas(settings: BaseSettings, name: str, sources: Collection[str] | None)
         raise _fail(name, "must be a number of replicas, or a range such as 0-1 or 0-all", raw)
 
 
+def notify_urls(settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
+    """Every receiver a kind trawl can notify; their tokens registered as secrets there and then."""
+    from trawl.plugins.notify.targets import read_receivers
+
+    read_receivers(settings)
+
+
+def notify_on(settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
+    from trawl.plugins.notify import read_notify_on
+
+    read_notify_on(settings.get(name))
+
+
 # --- the settings -------------------------------------------------------------------------
 
 #: Every setting trawl defines, and those of Scrapy's that trawl reads, with its check.
@@ -341,6 +354,12 @@ SETTINGS: dict[str, Check] = {
     "MATCH_MIME": text_list,
     "FILTER_URL": text_list,
     "FILTER_KEYWORDS": text_list,
+    # notifications
+    "NOTIFY_URLS": notify_urls,
+    "NOTIFY_ON": notify_on,
+    "NOTIFY_MAX_URLS": whole(0),
+    "NOTIFY_TIMEOUT": seconds(0, above=True),
+    "TELEGRAM_API_BASE_URL": http_url(),
     # Elasticsearch store
     "ELASTICSEARCH_API_KEY": text,
     "ELASTICSEARCH_CA_CERTS": text,

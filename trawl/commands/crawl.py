@@ -15,8 +15,11 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from typing import TYPE_CHECKING
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
 
+from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
@@ -25,9 +28,10 @@ from trawl.errors import TrawlError
 from trawl.extensions.errors import unattributed_errors
 from trawl.logs import install_log_handler, write_usage_error
 from trawl.middlewares.proxies import read_proxy_list
-from trawl.outcome import COMPLETE
+from trawl.outcome import COMPLETE, FAILED
 from trawl.pluginmanager import plugin_manager_from_settings
-from trawl.runall import ALL, start_all, summary_table, use_trawl_jobdir
+from trawl.runall import ALL, SourceRun, start_all, summary_table, use_trawl_jobdir
+from trawl.runsummary import build_summary, overall_outcome, run_finished
 from trawl.storeexport import export_from_store
 from trawl.stores.registry import check_store_uri, describe_store_uri
 from trawl.target import parse_target
@@ -97,14 +101,19 @@ class Command(ScrapyCrawlCommand):
         crawler = self._create_crawler(name)
         use_trawl_jobdir(crawler.settings)
         self._log_store(plugins)
+        run = SourceRun(name, crawler, explicit=True, started=time.monotonic())
+        crawler.signals.connect(run.mark_finished, signal=signals.spider_closed)
+        started = time.time()
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
-        if self.crawler_process.bootstrap_failed:
-            self.exitcode = EXIT_INCOMPLETE
-            return
         outcome = crawler.stats.get_value("trawl/outcome") if crawler.stats else None
+        if self.crawler_process.bootstrap_failed:
+            outcome = FAILED
         if outcome is not None and outcome != COMPLETE:
             self.exitcode = EXIT_INCOMPLETE
+        if not parse_bool("check_only", opts.spargs.get("check_only", False)):
+            outcome = outcome or (FAILED if self.exitcode else COMPLETE)  # a spider that sets no outcome
+            self._run_finished([run], run.run_id or "", opts.spargs, outcome, plugins, started)
 
     def run_all(self, opts: argparse.Namespace, plugins: pluggy.PluginManager) -> None:
         """``scrapy crawl all``: see :mod:`trawl.runall`."""
@@ -115,18 +124,23 @@ class Command(ScrapyCrawlCommand):
             if uri:
                 check_store_uri(uri, plugins, self._store_needs(exports=bool(feeds)))
             read_proxy_list(self.settings)
-            runs = start_all(self.crawler_process, self.settings, opts.spargs)
+            job_id = uuid.uuid4().hex  # every source's run is part of this one job
+            runs = start_all(self.crawler_process, self.settings, opts.spargs, job_id)
         except TrawlError as exc:
             self._fail(str(exc))
             return
         self._log_store(plugins)
+        started = time.time()
         self.crawler_process.start()
         check_only = parse_bool("check_only", opts.spargs.get("check_only", False))
         spargs = opts.spargs
         target = parse_target(spargs.get("domain"), parse_bool("subs", spargs.get("subs", True)))
+        new_only = parse_bool("new_only", spargs.get("new_only", False))
         run_ids = [run.run_id for run in runs if run.run_id]
         try:
-            export_from_store(run_ids, {} if check_only else feeds, self.settings, plugins, target)
+            export_from_store(
+                run_ids, {} if check_only else feeds, self.settings, plugins, target, new_only=new_only
+            )
         except (TrawlError, OSError) as exc:
             sys.stderr.write(f"trawl: error: cannot write the exports: {exc}\n")
             self.exitcode = EXIT_INCOMPLETE
@@ -136,8 +150,47 @@ class Command(ScrapyCrawlCommand):
             # Not any one source's (no spider named): no state above is marked for it, the status is.
             lines = "1 ERROR line" if len(stray) == 1 else f"{len(stray)} ERROR lines"
             sys.stderr.write(f"trawl: {lines} came from no particular source, first: {stray[0]}\n")
-        if self.crawler_process.bootstrap_failed or stray or not all(run.ok for run in runs):
+        all_ok = not (self.crawler_process.bootstrap_failed or stray) and all(run.ok for run in runs)
+        if not all_ok:
             self.exitcode = EXIT_INCOMPLETE
+        if not check_only:
+            outcome = overall_outcome([run.outcome for run in runs], all_ok and not self.exitcode)
+            self._run_finished(runs, job_id, spargs, outcome, plugins, started)
+
+    def _run_finished(
+        self,
+        runs: list[SourceRun],
+        job_id: str,
+        spargs: dict[str, Any],
+        outcome: str,
+        plugins: pluggy.PluginManager,
+        started: float,
+    ) -> None:
+        """``trawl_run_finished``, once for the whole invocation (see :mod:`trawl.runsummary`)."""
+        assert self.settings is not None
+        try:
+            domain: str | None = parse_target(spargs.get("domain")).domain
+        except TrawlError:
+            domain = None  # a project's own spider that takes no domain
+        try:
+            summary = build_summary(
+                runs,
+                job_id=job_id,
+                domain=domain,
+                outcome=outcome,
+                exit_status=int(self.exitcode or 0),
+                settings=self.settings,
+                plugins=plugins,
+                started_at=started,
+            )
+        except Exception as exc:  # noqa: BLE001 - the run is over: its status stands
+            logger.warning(
+                "run summary: cannot be built (%s: %s); trawl_run_finished not called",
+                type(exc).__name__,
+                exc,
+            )
+            return
+        run_finished(plugins, summary)
 
     def _store_needs(self, exports: bool = False) -> tuple[str, ...]:
         """The store capabilities this run relies on (resume for JOBDIR, read for ``all -o``)."""

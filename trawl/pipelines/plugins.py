@@ -28,7 +28,7 @@ from scrapy.utils.defer import deferred_from_coro
 from trawl.context import RunContext
 from trawl.errors import TrawlUsageError
 from trawl.items import Batch, Mask, UrlBatch
-from trawl.jobdir import RESUMABLE, mark_finished, run_id_for
+from trawl.jobdir import JOB_ID, RESUMABLE, mark_finished, run_id_for
 from trawl.outcome import COMPLETE, run_outcome
 from trawl.pipelines.coalesce import Coalescer
 from trawl.pluginmanager import plugin_manager_from_settings
@@ -73,7 +73,10 @@ class PluginPipeline:
             run_id, resumed = run_id_for(self.jobdir, spider.name)
             if resumed:
                 logger.info("%s: resuming run %s from %s", spider.name, run_id, self.jobdir)
-        self.context = RunContext(crawler=self.crawler, spider=spider, run_id=run_id, plugins=self.plugins)
+        job_id = settings.get(JOB_ID) or run_id
+        self.context = RunContext(
+            crawler=self.crawler, spider=spider, run_id=run_id, plugins=self.plugins, job_id=job_id
+        )
         self.crawler.stats.set_value("trawl/run_id", run_id)
         spider.run_context = self.context  # the spider reads done pages from it (resume)
         self.plugins.hook.trawl_open(context=self.context)
@@ -149,6 +152,9 @@ class PluginPipeline:
                 stats.inc_value("trawl/duplicates", repeats)
             stats.inc_value("trawl/urls_new", new)
             stats.inc_value("trawl/urls_unique", len(batch) - repeats)
+            if getattr(context.spider, "new_only", False):
+                # -a new_only=true: the exports get only the URLs the store did not know.
+                batch.frame = batch.frame.filter(pl.col("new"))
         return batch
 
     async def _store(self, batch: Batch) -> int:

@@ -45,6 +45,7 @@ COMMON_ARGUMENTS = frozenset(
         "keywords_only",
         "limit_requests",
         "check_only",
+        "new_only",
     }
 )
 
@@ -138,6 +139,11 @@ class SourceSpider(scrapy.Spider):
         self.filters = build_filter_config(settings, arguments)
         self.limit_requests = parse_int("limit_requests", arguments.get("limit_requests", 0))
         self.check_only = parse_bool("check_only", arguments.get("check_only", False))
+        self.new_only = parse_bool("new_only", arguments.get("new_only", False))
+        if self.new_only and not str(settings.get("STORE_URI") or "").strip():
+            raise TrawlUsageError(
+                "-a new_only=true exports the URLs the store did not know: it needs a store (STORE_URI)"
+            )
         if self.base_url_setting:
             self.base_url = self._read_base_url(settings)
         self.keys = KeyRing(read_keys(settings, self.api_key_setting) if self.api_key_setting else [])

@@ -13,6 +13,8 @@ a URI scheme and built as ``StoreClass(uri, context)`` for one crawl:
   ``crawl all -o`` and store exports read back.
 * :class:`SearchableStore` (class-level): ``searcher``, what ``scrapy search``
   queries.
+* :class:`ReportingStore` (class-level): ``list_runs`` and ``read_first_seen``,
+  what ``trawl report new`` and the end-of-run summary read (:mod:`trawl.report`).
 
 Capabilities are checked with ``isinstance`` against these runtime-checkable
 Protocols when a crawl starts (:func:`missing_capabilities`): a store that
@@ -35,6 +37,8 @@ from collections.abc import Awaitable, Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from trawl.items import Batch, UrlBatch, UrlRecord
     from trawl.query import Node
 
@@ -125,12 +129,41 @@ class SearchableStore(Protocol):
         """Open the read side of the store ``uri`` names."""
 
 
+@runtime_checkable
+class ReportingStore(Protocol):
+    """What is new since a run: ``trawl report new`` and the run summary (class-level).
+
+    Both read whole columns: the runs are a small frame the caller selects a
+    window from (:func:`trawl.report.select_window`, one definition of "the
+    last crawl" for every store); the URLs come in frames of a few thousand.
+    """
+
+    @classmethod
+    def list_runs(cls, uri: str, domain: str, settings: Any) -> pl.DataFrame:
+        """The runs recorded for ``domain``, its parent domains and its subdomains.
+
+        A frame of :data:`trawl.report.RUNS_SCHEMA`: a run of ``example.com``
+        may have found the URLs of ``sub.example.com``.
+        """
+
+    @classmethod
+    def read_first_seen(
+        cls, uri: str, run_ids: list[str], domain: str, settings: Any, limit: int | None = None
+    ) -> Iterator[pl.DataFrame]:
+        """URLs of ``domain`` (and subdomains) that one of ``run_ids`` stored first, in URL order.
+
+        Frames of :data:`trawl.report.FIRST_SEEN_SCHEMA`: the provenance as stored
+        now, and ``run_id``, the run that stored the URL first. At most ``limit`` rows.
+        """
+
+
 #: Capability -> (Protocol, what a user loses without it), for one-line refusals.
 CAPABILITIES: dict[str, tuple[type, str]] = {
     "write": (WritingStore, "storing URLs"),
     "resume": (ResumableStore, "resuming a crawl (JOBDIR)"),
     "read": (ReadableStore, "exports from the store (crawl all -o)"),
     "search": (SearchableStore, "scrapy search"),
+    "report": (ReportingStore, "trawl report new"),
 }
 
 

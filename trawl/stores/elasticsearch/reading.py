@@ -12,6 +12,8 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
+import polars as pl
+
 from trawl.items import UrlBatch
 from trawl.stores.elasticsearch.connection import connect
 from trawl.stores.elasticsearch.documents import READ_FIELDS
@@ -58,13 +60,18 @@ def scan(
             return
 
 
-def url_batches(hits: Iterable[Mapping[str, Any]], size: int, new_runs: set[str]) -> Iterator[UrlBatch]:
+def url_batches(
+    hits: Iterable[Mapping[str, Any]], size: int, new_runs: set[str], keep_first_run: bool = False
+) -> Iterator[UrlBatch]:
     """Hits as :class:`UrlBatch` chunks of ``size`` (``new``: first written by one of ``new_runs``).
+
+    ``keep_first_run`` adds a ``run_id`` column: the run that wrote the URL first.
 
     Columns are gathered as lists and the frame built once per chunk: building
     it row by row would cost a frame per URL.
     """
     columns: dict[str, list[Any]] = {name: [] for name in _COLUMNS}
+    first_runs: list[str | None] = []
     for hit in hits:
         source = hit["_source"]
         url = source.get("url", {})
@@ -78,11 +85,28 @@ def url_batches(hits: Iterable[Mapping[str, Any]], size: int, new_runs: set[str]
         columns["statuses"].append([str(s) for s in trawl.get("status_codes") or []])
         columns["mimes"].append(trawl.get("mime_types") or [])
         columns["new"].append(trawl.get("first_run") in new_runs)
+        first_runs.append(trawl.get("first_run"))
         if len(columns["urls"]) >= size:
-            yield UrlBatch.from_columns("store", **columns)
+            yield _batch(columns, first_runs if keep_first_run else None)
             columns = {name: [] for name in _COLUMNS}
+            first_runs = []
     if columns["urls"]:
-        yield UrlBatch.from_columns("store", **columns)
+        yield _batch(columns, first_runs if keep_first_run else None)
+
+
+def _batch(columns: dict[str, list[Any]], first_runs: list[str | None] | None) -> UrlBatch:
+    batch = UrlBatch.from_columns("store", **columns)
+    if first_runs is not None:
+        batch.frame = batch.frame.with_columns(pl.Series("run_id", first_runs, dtype=pl.String))
+    return batch
+
+
+def first_seen_frames(hits: Iterable[Mapping[str, Any]], size: int) -> Iterator[pl.DataFrame]:
+    """Hits as frames of :data:`trawl.report.FIRST_SEEN_SCHEMA`, ``size`` rows each."""
+    from trawl.report import FIRST_SEEN_SCHEMA
+
+    for batch in url_batches(hits, size, set(), keep_first_run=True):
+        yield batch.frame.select(list(FIRST_SEEN_SCHEMA))
 
 
 _COLUMNS = ("urls", "hosts", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes", "new")
@@ -115,5 +139,67 @@ def read_domain(uri: str, domain: str, settings: Any, size: int = BATCH_URLS) ->
         query = to_es(leaf(field_named("domain"), domain.strip().lower().rstrip("."), ()))
         hits = scan(client, names_from(settings).urls_pattern, query, size=size, fields=READ_FIELDS)
         yield from url_batches(hits, size, set())
+    finally:
+        client.close()
+
+
+def _domain_query(field: str, domain: str) -> dict[str, Any]:
+    """``field`` is the domain or ends in ``.<domain>`` (a keyword field)."""
+    domain = domain.strip().lower().rstrip(".")
+    return {
+        "bool": {
+            "should": [{"term": {field: domain}}, {"wildcard": {field: {"value": "*." + domain}}}],
+            "minimum_should_match": 1,
+        }
+    }
+
+
+_RUN_FIELDS = ["run_id", "job", "source", "domain", "started_at", "finished_at", "finish_reason"]
+
+
+def list_runs(uri: str, domain: str, settings: Any) -> pl.DataFrame:
+    """The runs of ``domain``, its parents and its subdomains, from ``<prefix>-runs`` (epoch seconds)."""
+    from elasticsearch import NotFoundError
+
+    from trawl.report import RUNS_SCHEMA, covering_domains
+
+    client = connect(uri, settings)
+    columns: dict[str, list[Any]] = {name: [] for name in _RUN_FIELDS}
+    try:
+        query = _domain_query("domain", domain)
+        query["bool"]["should"][0] = {"terms": {"domain": covering_domains(domain)}}
+        hits = scan(client, names_from(settings).runs, query, sort_field="run_id")
+        for hit in hits:
+            run = hit["_source"]
+            for name in _RUN_FIELDS:
+                value = run.get(name)
+                if name in ("started_at", "finished_at") and value is not None:
+                    value = float(value) / 1000
+                columns[name].append(value)
+    except NotFoundError:  # nothing was ever stored under this prefix
+        pass
+    finally:
+        client.close()
+    return pl.DataFrame(columns, schema=RUNS_SCHEMA)
+
+
+def read_first_seen(
+    uri: str, run_ids: list[str], domain: str, settings: Any, limit: int | None = None, size: int = BATCH_URLS
+) -> Iterator[pl.DataFrame]:
+    """URLs of ``domain`` whose ``trawl.first_run`` is one of ``run_ids``, in URL order."""
+    if not run_ids or limit == 0:
+        return
+    client = connect(uri, settings)
+    try:
+        query = {
+            "bool": {
+                "filter": [{"terms": {"trawl.first_run": list(run_ids)}}, _domain_query("url.domain", domain)]
+            }
+        }
+        hits = scan(
+            client, names_from(settings).urls_pattern, query, size=min(size, limit or size), limit=limit,
+            fields=READ_FIELDS,
+        )  # fmt: skip
+        yield from first_seen_frames(hits, size)
     finally:
         client.close()

@@ -102,6 +102,7 @@ class ElasticsearchStore:
                 id=self.run,
                 document={
                     "run_id": self.run,
+                    "job": self.context.job_id or self.run,
                     "source": self.context.source,
                     "domain": target and target.domain,
                     "started_at": int(time.time() * 1000),
@@ -308,6 +309,18 @@ class ElasticsearchStore:
     ) -> Iterator[UrlBatch]:
         """Every URL the index holds for ``domain`` and its subdomains, in URL order."""
         return reading.read_domain(uri, domain, settings, size)
+
+    @classmethod
+    def list_runs(cls, uri: str, domain: str, settings: Any) -> pl.DataFrame:
+        """The runs recorded for ``domain`` and its subdomains."""
+        return reading.list_runs(uri, domain, settings)
+
+    @classmethod
+    def read_first_seen(
+        cls, uri: str, run_ids: list[str], domain: str, settings: Any, limit: int | None = None
+    ) -> Iterator[pl.DataFrame]:
+        """URLs of ``domain`` that one of ``run_ids`` stored first (``trawl.first_run``), in URL order."""
+        return reading.read_first_seen(uri, run_ids, domain, settings, limit)
 
     @classmethod
     def searcher(cls, uri: str, settings: Any) -> ElasticsearchSearcher:

@@ -139,6 +139,7 @@ RUNS_MAPPINGS = {
     "dynamic": "strict",
     "properties": {
         "run_id": {"type": "keyword"},
+        "job": {"type": "keyword"},
         "source": {"type": "keyword"},
         "domain": {"type": "keyword"},
         "started_at": {"type": "date"},
@@ -158,14 +159,17 @@ def install_templates(client: Any, names: Names, settings: Any) -> None:
     client.indices.put_index_template(name=names.template, **index_template(names))
     _create_index(client, names.urls, None)
     _create_index(client, names.pages, PAGES_MAPPINGS, _SMALL_INDEX)
-    _create_index(client, names.runs, RUNS_MAPPINGS, _SMALL_INDEX)
+    if not _create_index(client, names.runs, RUNS_MAPPINGS, _SMALL_INDEX):
+        # A runs index made before jobs were recorded: adding a field is allowed on a strict mapping.
+        client.indices.put_mapping(index=names.runs, properties={"job": RUNS_MAPPINGS["properties"]["job"]})
 
 
-def _create_index(client: Any, name: str, mappings: Any, settings: Any = None) -> None:
+def _create_index(client: Any, name: str, mappings: Any, settings: Any = None) -> bool:
+    """Create the index if it is missing; False when it existed already."""
     from elasticsearch import BadRequestError
 
     if client.indices.exists(index=name):
-        return
+        return False
     try:
         kwargs: dict[str, Any] = {}
         if mappings is not None:
@@ -176,3 +180,5 @@ def _create_index(client: Any, name: str, mappings: Any, settings: Any = None) -
     except BadRequestError as exc:  # created meanwhile by another worker
         if "resource_already_exists" not in str(exc):
             raise
+        return False
+    return True

@@ -52,9 +52,22 @@ CREATE TABLE IF NOT EXISTS runs (
     started_at    REAL NOT NULL,
     finished_at   REAL,
     finish_reason TEXT,
-    stats         TEXT
+    stats         TEXT,
+    job           TEXT
 );
 """
+
+#: Columns added to ``runs`` since trawl 0.1: a store written before gets them when opened.
+RUNS_ADDED = {"job": "TEXT"}
+
+
+def upgrade(con: sqlite3.Connection) -> None:
+    """Add what a store made by an older trawl lacks (``ALTER TABLE ... ADD COLUMN``: no rewrite)."""
+    have = {row[1] for row in con.execute("PRAGMA table_info(runs)")}
+    for column, kind in RUNS_ADDED.items():
+        if column not in have:
+            con.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
+
 
 #: The columns a batch writes, in the order of :data:`INSERT_NEW`'s placeholders.
 COLUMNS = (

@@ -36,7 +36,7 @@ from trawl.datadir import data_dir
 from trawl.errors import StoreError, TrawlUsageError
 from trawl.items import URL_SCHEMA, Batch, UrlBatch
 from trawl.stores.contract import PartlyStored
-from trawl.stores.sqlite.schema import INSERT_NEW, MERGED, SCHEMA, register_functions, upsert_sql
+from trawl.stores.sqlite.schema import INSERT_NEW, MERGED, SCHEMA, register_functions, upgrade, upsert_sql
 
 _SETS = ("sources", "statuses", "mimes")
 
@@ -62,6 +62,11 @@ def sqlite_path(uri: str) -> str:
 def _json_list(values: list[str]) -> str:
     """One parameter for ``IN (SELECT value FROM json_each(?))``: no host-parameter limit."""
     return orjson.dumps(values).decode()
+
+
+def _suffix_pattern(domain: str) -> str:
+    """``LIKE`` pattern of the subdomains of ``domain`` (``ESCAPE '\\'``)."""
+    return "%." + domain.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def _split_sets(frame: pl.DataFrame) -> pl.DataFrame:
@@ -131,24 +136,28 @@ class SqliteStore:
             # inner pages in memory instead of re-reading them for every batch.
             con.execute(f"PRAGMA cache_size=-{int(self.cache_mb) * 1024}")
             con.executescript(SCHEMA)
+            upgrade(con)
             register_functions(con)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the SQLite store {self.path!r}: {exc}") from None
         self.connection = con
         target = self.context.target
+        job = self.context.job_id or self.context.run_id
         with self._lock:
             # Rows refer to runs by this small number: a 32-character run id in
             # three columns of every row made the table half as big again.
             known = con.execute("SELECT run FROM runs WHERE run_id = ?", (self.context.run_id,)).fetchone()
             if known is not None:  # a resumed run goes on under its number
                 self.run = known[0]
+                # ... as part of this invocation: its URLs are the last crawl's.
                 con.execute(
-                    "UPDATE runs SET finished_at = NULL, finish_reason = NULL WHERE run = ?", (self.run,)
+                    "UPDATE runs SET finished_at = NULL, finish_reason = NULL, job = ? WHERE run = ?",
+                    (job, self.run),
                 )
             else:
                 self.run = con.execute(
-                    "INSERT INTO runs (run_id, source, domain, started_at) VALUES (?, ?, ?, ?)",
-                    (self.context.run_id, self.context.source, target and target.domain, time.time()),
+                    "INSERT INTO runs (run_id, source, domain, started_at, job) VALUES (?, ?, ?, ?, ?)",
+                    (self.context.run_id, self.context.source, target and target.domain, time.time(), job),
                 ).lastrowid
         self._upsert = upsert_sql(self.context.source, self.run)
 
@@ -314,7 +323,7 @@ class SqliteStore:
             uri,
             "SELECT url, host, sources, first_seen, last_seen, captures, statuses, mimes, 0"
             " FROM urls WHERE host = ? OR host LIKE ? ESCAPE '\\' ORDER BY url",
-            (domain, "%." + domain.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")),
+            (domain, _suffix_pattern(domain)),
             size,
         )
 
@@ -335,6 +344,71 @@ class SqliteStore:
                 )
         finally:
             con.close()
+
+    # --- reporting (trawl report new, the run summary) -------------------------------------
+
+    @classmethod
+    def list_runs(cls, uri: str, domain: str, settings: Any = None) -> pl.DataFrame:
+        """The runs of ``domain``, its parents and its subdomains (``job``: the run id before jobs)."""
+        from trawl.report import RUNS_SCHEMA, covering_domains, empty_runs
+
+        con = cls._connect_read(uri)
+        if con is None:
+            return empty_runs()
+        try:
+            upgraded = "job" in {row[1] for row in con.execute("PRAGMA table_info(runs)")}
+            job = "coalesce(job, run_id)" if upgraded else "run_id"
+            rows = con.execute(
+                f"SELECT run_id, {job}, source, domain, started_at, finished_at, finish_reason FROM runs"
+                " WHERE domain IN (SELECT value FROM json_each(?)) OR domain LIKE ? ESCAPE '\\'",
+                (_json_list(covering_domains(domain)), _suffix_pattern(domain)),
+            ).fetchall()
+        finally:
+            con.close()
+        return pl.DataFrame(rows, schema=RUNS_SCHEMA, orient="row")
+
+    @classmethod
+    def read_first_seen(
+        cls, uri: str, run_ids: list[str], domain: str, settings: Any = None, limit: int | None = None,
+        size: int = 5000,
+    ) -> Iterator[pl.DataFrame]:  # fmt: skip
+        """URLs of ``domain`` that one of ``run_ids`` stored first, in URL order (one join, in SQL)."""
+        from trawl.report import FIRST_SEEN_SCHEMA
+
+        if not run_ids or limit == 0:
+            return
+        con = cls._connect_read(uri)
+        if con is None:
+            return
+        sql = (
+            "SELECT u.url, u.host, u.sources, u.first_seen, u.last_seen, u.captures, u.statuses, u.mimes,"
+            " r.run_id FROM urls u JOIN runs r ON r.run = u.first_run"
+            " WHERE r.run_id IN (SELECT value FROM json_each(?))"
+            " AND (u.host = ? OR u.host LIKE ? ESCAPE '\\')"
+            " ORDER BY u.url"
+        )
+        params: tuple[Any, ...] = (_json_list(run_ids), domain, _suffix_pattern(domain))
+        if limit is not None:
+            sql += " LIMIT ?"
+            params += (limit,)
+        schema = {name: pl.String if name in _SETS else kind for name, kind in FIRST_SEEN_SCHEMA.items()}
+        try:
+            cursor = con.execute(sql, params)
+            while rows := cursor.fetchmany(size):
+                yield _split_sets(pl.DataFrame(rows, schema=schema, orient="row"))
+        finally:
+            con.close()
+
+    @staticmethod
+    def _connect_read(uri: str) -> sqlite3.Connection | None:
+        """A read-only connection; ``None`` when the file does not exist (nothing stored yet)."""
+        path = sqlite_path(uri)
+        if path != ":memory:" and not Path(path).exists():
+            return None
+        try:
+            return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the SQLite store {path!r}: {exc}") from None
 
     @classmethod
     def searcher(cls, uri: str, settings: Any = None):  # type: ignore[no-untyped-def]

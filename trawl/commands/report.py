@@ -1,0 +1,124 @@
+"""``trawl report new``: the URLs first seen in the last crawl (or since a run or a date).
+
+    trawl report new --domain example.com                       # the last crawl, one URL a line
+    trawl report new --domain example.com --since 2026-12-01 -o new.jsonl
+    trawl report new --domain example.com --since 3f2a9c... -o new.csv
+
+The store says which run stored each URL first; :mod:`trawl.report` picks the
+window (``last``: the most recent job, every source of a ``crawl all``) and
+reads its URLs in frames. The URLs go to stdout (``--format``) or to ``-o``
+files (format by extension: txt, jsonl, csv), and one line on stderr says how
+many there are and which runs they come from, ``0 new URLs`` included. A
+store that cannot report is refused in one line (exit status 2), a store that
+has no run for the domain or fails mid-report is one line too (exit status 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from scrapy.commands import ScrapyCommand
+from scrapy.exceptions import UsageError
+
+from trawl.counts import counted
+from trawl.errors import StoreError, TrawlError, TrawlUsageError
+from trawl.pluginmanager import plugin_manager_from_settings
+from trawl.report import (
+    FORMATS,
+    ReportFile,
+    format_of,
+    parse_since,
+    report_frames,
+    select_window,
+    write_report,
+)
+from trawl.stores.registry import store_class
+from trawl.target import parse_target
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+REPORTS = ("new",)
+
+
+class Command(ScrapyCommand):
+    requires_project = True
+    requires_crawler_process = False  # reads a store: no spider loader, no crawler
+    default_settings = {"LOG_ENABLED": False}
+
+    def syntax(self) -> str:
+        return "new --domain DOMAIN [--since last|RUN|DATE] [-o FILE.txt|.jsonl|.csv]"
+
+    def short_desc(self) -> str:
+        return "Report the URLs first seen in the last crawl (or since a run or a date)"
+
+    def long_desc(self) -> str:
+        return (
+            "List the URLs of a domain that the store saw first in a window of runs, with the"
+            " source that found them and their provenance. --since last (default): the most recent"
+            " crawl of the domain (every source of a crawl all); --since RUN: a run or job id;"
+            " --since DATE: runs started at or after an ISO date or time (UTC unless it says)."
+        )
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        parser.add_argument("--domain", metavar="DOMAIN", help="the domain (and its subdomains)")
+        parser.add_argument(
+            "--since", metavar="last|RUN|DATE", default="last", help="the window (default: last)"
+        )
+        parser.add_argument(
+            "-o",
+            "--output",
+            metavar="FILE",
+            action="append",
+            default=[],
+            help="write to FILE (.txt, .jsonl, .csv)",
+        )
+        parser.add_argument("--format", choices=FORMATS, default=None, help="stdout's format (default: txt)")
+        parser.add_argument("--store", metavar="URI", help="store to read (default: the STORE_URI setting)")
+
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        if not args or args[0] not in REPORTS or len(args) > 1:
+            raise UsageError("give the report to make: trawl report new --domain example.com")
+        try:
+            if not opts.domain:
+                raise TrawlUsageError("give the domain: trawl report new --domain example.com")
+            domain = parse_target(opts.domain).domain
+            since = parse_since(opts.since)
+            outputs = [(path, format_of(path, None)) for path in opts.output]
+            uri = str(opts.store or self.settings.get("STORE_URI") or "").strip()
+            if not uri:
+                raise TrawlUsageError("no store to report on: set STORE_URI (or --store URI)")
+            reader = store_class(uri, plugin_manager_from_settings(self.settings), needs=("report",))
+            reader.check_uri(uri)
+            window = select_window(reader.list_runs(uri, domain, self.settings), domain, since)  # type: ignore[attr-defined]
+            count = 0
+            if outputs:
+                for path, fmt in outputs:
+                    with ReportFile(path) as file:
+                        count = write_report(report_frames(reader, uri, window, self.settings), file, fmt)
+            else:
+                out = sys.stdout.buffer
+                count = write_report(
+                    report_frames(reader, uri, window, self.settings), out, opts.format or "txt"
+                )
+                out.flush()
+        except BrokenPipeError:  # `| head`: the reader has what it wanted
+            sys.stdout = None  # type: ignore[assignment]
+            return
+        except TrawlUsageError as exc:
+            self._fail(str(exc), EXIT_USAGE)
+            return
+        except (TrawlError, StoreError, OSError) as exc:
+            self._fail(str(exc), EXIT_FAILED)
+            return
+        except Exception as exc:  # noqa: BLE001 - a store that failed mid-report: one line
+            self._fail(f"the report failed: {type(exc).__name__}: {exc}".splitlines()[0][:300], EXIT_FAILED)
+            return
+        where = f"; written to {', '.join(path for path, _ in outputs)}" if outputs else ""
+        sys.stderr.write(f"trawl: {counted(count, 'new URL')} for {domain} {window.describe()}{where}\n")
+
+    def _fail(self, message: str, status: int) -> None:
+        sys.stderr.write(f"trawl: error: {message}\n")
+        self.exitcode = status
