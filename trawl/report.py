@@ -34,6 +34,7 @@ from typing import IO, Any
 import polars as pl
 
 from trawl.errors import TrawlError, TrawlUsageError
+from trawl.items import URL_SCHEMA
 
 #: Columns of :meth:`ReportingStore.list_runs` (times: epoch seconds, UTC).
 RUNS_SCHEMA: dict[str, Any] = {
@@ -47,14 +48,7 @@ RUNS_SCHEMA: dict[str, Any] = {
 }
 #: Columns of :meth:`ReportingStore.read_first_seen`.
 FIRST_SEEN_SCHEMA: dict[str, Any] = {
-    "url": pl.String,
-    "host": pl.String,
-    "sources": pl.List(pl.String),
-    "first_seen": pl.String,
-    "last_seen": pl.String,
-    "captures": pl.Int64,
-    "statuses": pl.List(pl.String),
-    "mimes": pl.List(pl.String),
+    **{name: kind for name, kind in URL_SCHEMA.items() if name not in ("new", "repeat")},
     "run_id": pl.String,
 }
 #: A report's record: ``source`` and ``run_id`` say which run stored the URL first.
