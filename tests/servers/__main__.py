@@ -19,7 +19,13 @@ from pathlib import Path
 from typing import NoReturn
 
 from tests.servers.devdata import SOURCES, build_dataset, expected_urls
-from tests.servers.devserver import crawl_command, crawl_settings, settings_module, start_upstreams
+from tests.servers.devserver import (
+    crawl_command,
+    crawl_settings,
+    settings_module,
+    settings_module_usage,
+    start_upstreams,
+)
 from trawl.errors import TrawlUsageError
 from trawl.target import parse_target
 
@@ -105,11 +111,9 @@ def serve(args: argparse.Namespace, stack: ExitStack) -> None:
     print(crawl_command(data, settings) + "\n", flush=True)
     if args.settings_file is not None:
         path = args.settings_file.resolve()
-        text = settings_module(data, settings, path.stem, str(path.parent))
-        path.write_text(text, encoding="utf-8")
-        print(
-            f"or, with the settings module written to {path}:\n\n{text.splitlines()[2].strip()}\n", flush=True
-        )
+        path.write_text(settings_module(data, settings, path.stem, str(path.parent)), encoding="utf-8")
+        usage = settings_module_usage(data, path.stem, str(path.parent))
+        print(f"or, with the settings module written to {path}:\n\n{usage}\n", flush=True)
     print(f"ready: {len(servers)} upstreams for {data.domain} (Ctrl-C stops them)", flush=True)
 
 

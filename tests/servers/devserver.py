@@ -132,13 +132,18 @@ def crawl_command(data: Dataset, settings: Mapping[str, Any]) -> str:
     return " \\\n".join(lines)
 
 
+def settings_module_usage(data: Dataset, module: str, directory: str) -> str:
+    """The command that crawls with the settings module ``module`` in ``directory``."""
+    usage = shlex.join(["trawl", "crawl", "all", *crawl_arguments(data)])
+    return f"PYTHONPATH={shlex.quote(directory)} SCRAPY_SETTINGS_MODULE={module} {usage}"
+
+
 def settings_module(data: Dataset, settings: Mapping[str, Any], module: str, directory: str) -> str:
     """A Scrapy settings module: trawl's settings with ``settings`` on top."""
-    usage = shlex.join(["trawl", "crawl", "all", *crawl_arguments(data)])
     lines = [
         '"""trawl\'s settings pointed at the dev server\'s upstreams (python -m tests.servers).',
         "",
-        f"    PYTHONPATH={shlex.quote(directory)} SCRAPY_SETTINGS_MODULE={module} {usage}",
+        "    " + settings_module_usage(data, module, directory),
         '"""',
         "",
         "from trawl.settings import *  # noqa: F403",
