@@ -7,6 +7,7 @@ import queue
 import runpy
 import shlex
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -159,3 +160,32 @@ def test_a_bad_option_is_one_line() -> None:
     )
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == "dev-server: error: --sources: unknown source 'nope'\n"
+
+
+def test_a_port_in_use_is_one_line() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "tests.servers",
+                "--sources",
+                "wayback",
+                "--urls",
+                "10",
+                "--port-base",
+                str(port),
+            ],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"dev-server: error: cannot listen: wayback on 127.0.0.1:{port}: Address already in use"
+    ]
+    assert "ready:" not in done.stdout
