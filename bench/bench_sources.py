@@ -3,10 +3,11 @@
 Builds one dataset of ~200,000 distinct URLs for one domain, split across the
 Wayback Machine, Common Crawl (several crawl indexes, all queried), OTX and
 urlscan with overlap (by default 40% of the URLs are reported by two sources or
-more, as in reality), and serves each source from its fake server on 127.0.0.1
-with every page rendered before the clock starts. It then runs ``scrapy crawl
-all`` over the four sources, gates off (``RATE_LIMITS_ENABLED=False``, no
-AutoThrottle, no filters), into a fresh SQLite store, as a user would.
+more, as in reality; ``tests/servers/devdata.py`` builds it), and serves each
+source from its fake server on 127.0.0.1 with every page rendered before the
+clock starts. It then runs ``scrapy crawl all`` over the four sources, gates off
+(``RATE_LIMITS_ENABLED=False``, no AutoThrottle, no filters), into a fresh
+SQLite store, as a user would.
 
 Measured: the crawl's wall time (process start to exit), its CPU time (user +
 system) and peak RSS; then *the floor*: the very requests the servers logged
@@ -29,13 +30,9 @@ page); against pre-rendered pages that chain costs a server well under a second.
 from __future__ import annotations
 
 import argparse
-import bisect
-import datetime as dt
-import hashlib
 import http.client
 import json
 import os
-import random
 import resource
 import sqlite3
 import subprocess
@@ -43,173 +40,31 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass, field
-from itertools import accumulate
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_wayback import watch_peak_rss  # noqa: E402
-from tests.servers.commoncrawl import FakeCommonCrawl, cc_record, collinfo_entry  # noqa: E402
-from tests.servers.ia_cdx import Capture, FakeCdxServer, _host_key, _path_key  # noqa: E402
-from tests.servers.otx import FakeOtxServer, OtxUrl  # noqa: E402
-from tests.servers.urlscan import FakeUrlscanServer, make_result  # noqa: E402
-from trawl.canonical import canonicalize, host_of  # noqa: E402
+from tests.servers.commoncrawl import FakeCommonCrawl  # noqa: E402
+from tests.servers.devdata import CRAWL_IDS, DOMAIN, Dataset, build_dataset, expected_urls  # noqa: E402
+from tests.servers.ia_cdx import FakeCdxServer  # noqa: E402
+from tests.servers.otx import FakeOtxServer  # noqa: E402
+from tests.servers.urlscan import FakeUrlscanServer  # noqa: E402
 from trawl.cdx import Dialect  # noqa: E402
 from trawl.spiders.commoncrawl import CommonCrawlSpider  # noqa: E402
 from trawl.spiders.otx import PAGE_LIMIT as OTX_PAGE_LIMIT  # noqa: E402
 from trawl.spiders.urlscan import UrlscanSpider  # noqa: E402
 from trawl.spiders.wayback import WaybackSpider  # noqa: E402
-from trawl.target import parse_target  # noqa: E402
 
-DOMAIN = "example.com"
 SOURCES = ("wayback", "commoncrawl", "otx", "urlscan")
-#: Which source first reports a URL, and how likely each is to report it too.
-PRIMARY = {"wayback": 0.52, "commoncrawl": 0.24, "otx": 0.17, "urlscan": 0.07}
-ALSO = {"wayback": 4.0, "commoncrawl": 3.0, "otx": 2.0, "urlscan": 0.7}
-CRAWL_IDS = ("CC-MAIN-2025-33", "CC-MAIN-2025-26", "CC-MAIN-2025-21", "CC-MAIN-2025-18", "CC-MAIN-2025-13")
-HOSTS = ("", "www.", "www.", "blog.", "shop.", "api.", "m.", "docs.")
-SECTIONS = ("news", "blog", "products", "about", "support", "docs", "en/us", "static")
-SLUGS = ("index", "welcome", "contact", "pricing", "release-notes", "faq", "team", "careers")
-#: (path template, mime type); already in canonical form.
-KINDS = (
-    ("/{sec}/{slug}-{i}.html", "text/html"),
-    ("/{sec}/{slug}-{i}.html", "text/html"),
-    ("/{sec}/{i}/", "text/html"),
-    ("/{sec}/{slug}-{i}", "text/html"),
-    ("/assets/js/app.{i:x}.js", "application/javascript"),
-    ("/img/{sec}/photo_{i}.jpg", "image/jpeg"),
-    ("/api/v1/items?id={i}", "application/json"),
-    ("/search?q=term{i}&page=2", "text/html"),
-    ("/downloads/guide-{i}.pdf", "application/pdf"),
-)
 OTX_KEY = "bench-otx-key"
-T = TypeVar("T")
 URLSCAN_KEY = "bench-urlscan-key"
-
-
-# --- the dataset -----------------------------------------------------------------------------
-
-
-@dataclass
-class Dataset:
-    #: Canonical URL -> the sources that report it.
-    sources_of: dict[str, frozenset[str]] = field(default_factory=dict)
-    wayback: list[Capture] = field(default_factory=list)
-    commoncrawl: dict[str, list[dict[str, str]]] = field(default_factory=dict)
-    otx: list[OtxUrl] = field(default_factory=list)
-    urlscan: list[dict[str, Any]] = field(default_factory=list)
-    #: Every URL as a server spells it (default ports and all).
-    served: list[str] = field(default_factory=list)
-
-    def per_source(self) -> dict[str, int]:
-        return {s: sum(1 for found in self.sources_of.values() if s in found) for s in SOURCES}
-
-
-class _Clock:
-    """Random 14-digit timestamps between two years, without a datetime per call."""
-
-    def __init__(self, rng: random.Random, first_year: int, last_year: int) -> None:
-        first = dt.date(first_year, 1, 1)
-        days = (dt.date(last_year, 12, 31) - first).days + 1
-        self.days = [(first + dt.timedelta(days=d)).strftime("%Y%m%d") for d in range(days)]
-        self.rng = rng
-
-    def cdx(self) -> str:
-        """``20200131235959``"""
-        r = self.rng.getrandbits(32)
-        second = r % 86400
-        hms = f"{second // 3600:02d}{second // 60 % 60:02d}{second % 60:02d}"
-        return self.days[(r >> 17) % len(self.days)] + hms
-
-    def iso(self) -> str:
-        """``2020-01-31T23:59:59``"""
-        t = self.cdx()
-        return f"{t[:4]}-{t[4:6]}-{t[6:8]}T{t[8:10]}:{t[10:12]}:{t[12:]}"
-
-
-def _pick(rng: random.Random, choices: Sequence[T], cumulative: Sequence[float]) -> T:
-    return choices[bisect.bisect(cumulative, rng.random() * cumulative[-1])]
-
-
-def _sources(rng: random.Random, overlap: float) -> frozenset[str]:
-    primary = _pick(rng, SOURCES, _PRIMARY)
-    chosen = {primary}
-    if rng.random() < overlap:
-        others = [s for s in SOURCES if s != primary]
-        weights = list(accumulate(ALSO[s] for s in others))
-        extra = _pick(rng, (1, 2, 3), (0.65, 0.92, 1.0))
-        while len(chosen) < 1 + extra:
-            chosen.add(_pick(rng, others, weights))
-    return frozenset(chosen)
-
-
-_PRIMARY = list(accumulate(PRIMARY[s] for s in SOURCES))
-_CAPTURES = (1, 2, 3, 4), (0.5, 0.75, 0.9, 1.0)
-_IA_STATUS = ("200", "301", "404", "-"), (0.85, 0.91, 0.97, 1.0)
-_CC_STATUS = ("200", "301", "404"), (0.9, 0.95, 1.0)
-
-
-def build_dataset(n_urls: int, overlap: float, crawls: int, seed: int = 0) -> Dataset:
-    """``n_urls`` distinct canonical URLs, each given to one source or (``overlap``) more.
-
-    Wayback has 1-4 captures a URL, some with an explicit default port; Common
-    Crawl lists a URL in 1 to ``crawls`` crawl indexes; OTX and urlscan once.
-    """
-    rng = random.Random(seed)
-    crawl_ids = CRAWL_IDS[:crawls]
-    data = Dataset(commoncrawl={crawl: [] for crawl in crawl_ids})
-    archive, common, otx, scans = (
-        _Clock(rng, 1998, 2024),
-        _Clock(rng, 2025, 2025),
-        _Clock(rng, 2017, 2024),
-        _Clock(rng, 2019, 2024),
-    )
-    served = data.served.append
-    for i in range(n_urls):
-        host = HOSTS[rng.randrange(len(HOSTS))] + DOMAIN
-        template, mime = KINDS[rng.randrange(len(KINDS))]
-        path = template.format(sec=SECTIONS[i % len(SECTIONS)], slug=SLUGS[(i >> 3) % len(SLUGS)], i=i)
-        scheme = "https" if rng.random() < 0.7 else "http"
-        url = f"{scheme}://{host}{path}"
-        found = _sources(rng, overlap)
-        data.sources_of[url] = found
-        urlkey = _host_key(host) + ")" + _path_key(path)
-        if "wayback" in found:
-            ported = f"{scheme}://{host}:{443 if scheme == 'https' else 80}{path}"
-            for _ in range(_pick(rng, *_CAPTURES)):
-                original = ported if rng.random() < 0.15 else url
-                ts = archive.cdx()
-                status = _pick(rng, *_IA_STATUS)
-                kind = "warc/revisit" if status == "-" else mime
-                digest = hashlib.sha1(f"{original} {ts}".encode()).hexdigest()[:32].upper()
-                data.wayback.append(Capture(urlkey, ts, original, kind, status, digest, "1234"))
-                served(original)
-        if "commoncrawl" in found:
-            for crawl in rng.sample(crawl_ids, rng.randint(1, len(crawl_ids))):
-                status = _pick(rng, *_CC_STATUS)
-                record = cc_record(url, common.cdx(), status=status, mime=mime, crawl=crawl, urlkey=urlkey)
-                data.commoncrawl[crawl].append(record)
-                served(url)
-        if "otx" in found:
-            data.otx.append(OtxUrl(url, otx.iso(), rng.choice((200, 200, 200, 404, 0))))
-            served(url)
-        if "urlscan" in found:
-            data.urlscan.append(make_result(url, scans.iso() + ".000Z"))
-            served(url)
-    return data
-
-
-def expected_urls(data: Dataset, domain: str) -> set[str]:
-    """The canonical, in-scope form of every URL a server hands out."""
-    target = parse_target(domain)
-    urls = {canonicalize(u) for u in data.served}
-    return {u for u in urls if u and target.in_scope(host_of(u))}
 
 
 # --- the exact queries the spiders send (so that pre-rendered pages are hits) ---------------
@@ -433,7 +288,7 @@ def main() -> None:
 
     print("load average (1, 5, 15 min) at the start: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     started = time.perf_counter()
-    data = build_dataset(args.urls, args.overlap, args.crawls)
+    data = build_dataset(args.urls, args.overlap, args.crawls, sources=SOURCES)
     expected = expected_urls(data, DOMAIN)
     assert expected == set(data.sources_of), "the generated URLs are not all canonical and in scope"
     several = sum(1 for found in data.sources_of.values() if len(found) > 1)
@@ -445,15 +300,11 @@ def main() -> None:
         f"({time.perf_counter() - started:.1f} s to build)"
     )
 
-    collinfo = [
-        collinfo_entry(c, f"2025-0{1 + i}-01T00:00:00", f"2025-0{1 + i}-14T00:00:00")
-        for i, c in enumerate(CRAWL_IDS[: args.crawls])
-    ]
     with ExitStack() as stack:
         servers: dict[str, Any] = {
             "wayback": stack.enter_context(FakeCdxServer(data.wayback, lines_per_page=args.page_lines)),
             "commoncrawl": stack.enter_context(
-                FakeCommonCrawl(data.commoncrawl, collinfo=collinfo, lines_per_block=args.block_lines)
+                FakeCommonCrawl(data.commoncrawl, collinfo=data.collinfo(), lines_per_block=args.block_lines)
             ),
             "otx": stack.enter_context(FakeOtxServer(urls=data.otx)),
             "urlscan": stack.enter_context(FakeUrlscanServer(results=data.urlscan)),

@@ -2,7 +2,8 @@
 
 A fake subclasses :class:`LocalServer` and implements ``answer(request)``,
 returning ``(status, body, headers)``; the shell serves it on 127.0.0.1 on a
-free port, one thread per connection, HTTP/1.1 keep-alive, quiet logs.
+free port (or on ``port``, set before the server starts), one thread per
+connection, HTTP/1.1 keep-alive, quiet logs.
 """
 
 from __future__ import annotations
@@ -76,13 +77,15 @@ class LocalServer:
     """Context manager running ``self.answer`` behind a real HTTP server."""
 
     _httpd: ThreadingHTTPServer | None = None
+    #: The port to listen on; 0: a free one.
+    port = 0
 
     def answer(self, request: SeenRequest) -> Answer:  # pragma: no cover - subclasses answer
         raise NotImplementedError
 
     def __enter__(self) -> Any:
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
         self._httpd.daemon_threads = True
         threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
         return self

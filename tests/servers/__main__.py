@@ -1,0 +1,140 @@
+"""``python -m tests.servers``: every source's fake upstream on 127.0.0.1, for one generated domain.
+
+Serves one dataset (:mod:`tests.servers.devdata`) from the fake servers the
+tests use (:mod:`tests.servers.devserver`), prints the ``trawl crawl all``
+command that crawls them all, then ``ready: N upstreams for DOMAIN`` once every
+server is listening, and runs until Ctrl-C (or SIGTERM): one line, exit status
+0. A bad option is one line, ``dev-server: error: ...``, exit status 2.
+See docs/dev-server.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from contextlib import ExitStack
+from pathlib import Path
+from typing import NoReturn
+
+from tests.servers.devdata import SOURCES, build_dataset, expected_urls
+from tests.servers.devserver import (
+    crawl_command,
+    crawl_settings,
+    settings_module,
+    settings_module_usage,
+    start_upstreams,
+)
+from trawl.errors import TrawlUsageError
+from trawl.target import parse_target
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        fail(message)
+
+
+def fail(message: str) -> NoReturn:
+    print(f"dev-server: error: {message}", file=sys.stderr, flush=True)
+    raise SystemExit(2)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = _Parser(prog="python -m tests.servers", description=__doc__.splitlines()[0])
+    parser.add_argument("--domain", default="example.com", help="the domain (default example.com)")
+    parser.add_argument("--urls", type=int, default=5_000, help="distinct URLs (default 5,000)")
+    parser.add_argument("--overlap", type=float, default=0.4, help="share of URLs in 2+ sources (0.4)")
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the dataset (default 0)")
+    parser.add_argument("--sources", default=",".join(SOURCES), help="comma-separated (default: all seven)")
+    parser.add_argument(
+        "--port-base",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="wayback on PORT, the next source on PORT+1...",
+    )
+    parser.add_argument(
+        "--expected", type=Path, metavar="FILE", help="write the expected canonical URLs there"
+    )
+    parser.add_argument(
+        "--settings-file",
+        type=Path,
+        metavar="FILE.py",
+        help="write the crawl's settings as a settings module",
+    )
+    args = parser.parse_args(argv)
+    try:
+        args.domain = parse_target(args.domain).domain
+    except TrawlUsageError as exc:
+        fail(f"--domain: {exc}")
+    if args.urls < 1:
+        fail("--urls must be at least 1")
+    if not 0 <= args.overlap <= 1:
+        fail("--overlap must be between 0 and 1")
+    args.sources = [s.strip() for s in args.sources.split(",") if s.strip()]
+    unknown = [s for s in args.sources if s not in SOURCES]
+    if unknown or not args.sources:
+        fail(f"--sources: unknown source {unknown[0]!r}" if unknown else "--sources: none given")
+    if args.port_base is not None and not 1024 <= args.port_base <= 65535 - len(SOURCES):
+        fail(f"--port-base must be between 1024 and {65535 - len(SOURCES)}")
+    module = args.settings_file
+    if module is not None and (module.suffix != ".py" or not module.stem.isidentifier()):
+        fail(f"--settings-file must name a Python module (like dev_settings.py), got {str(module)!r}")
+    for path in (args.expected, module):
+        if path is not None and not path.resolve().parent.is_dir():
+            fail(f"no such directory: {str(path.parent)!r}")
+    return args
+
+
+def serve(args: argparse.Namespace, stack: ExitStack) -> None:
+    data = build_dataset(args.urls, args.overlap, seed=args.seed, sources=args.sources, domain=args.domain)
+    expected = expected_urls(data)
+    several = sum(1 for found in data.sources_of.values() if len(found) > 1)
+    counts = ", ".join(f"{name} {count:,}" for name, count in data.per_source().items())
+    print(
+        f"dataset: {len(expected):,} URLs for {data.domain} (seed {args.seed}), "
+        f"{several / len(expected):.0%} in 2+ sources: {counts}",
+        flush=True,
+    )
+    if args.expected is not None:
+        args.expected.write_text("".join(url + "\n" for url in sorted(expected)), encoding="utf-8")
+        print(f"expected URLs: {args.expected}", flush=True)
+    try:
+        servers = start_upstreams(data, stack, args.port_base)
+    except OSError as exc:
+        fail(f"cannot listen: {exc.strerror or exc}")
+    for name, server in servers.items():
+        print(f"  {name:<13} {server.base_url}", flush=True)
+    settings = crawl_settings(servers)
+    print(f"\nCrawl them all (politeness and filters off, into {settings['STORE_URI']}):\n", flush=True)
+    print(crawl_command(data, settings) + "\n", flush=True)
+    if args.settings_file is not None:
+        path = args.settings_file.resolve()
+        path.write_text(settings_module(data, settings, path.stem, str(path.parent)), encoding="utf-8")
+        usage = settings_module_usage(data, path.stem, str(path.parent))
+        print(f"or, with the settings module written to {path}:\n\n{usage}\n", flush=True)
+    print(f"ready: {len(servers)} upstreams for {data.domain} (Ctrl-C stops them)", flush=True)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    # Explicitly: a shell starts background jobs with SIGINT ignored, and Python then leaves it so.
+    signal.signal(signal.SIGINT, _interrupt)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with ExitStack() as stack:
+            serve(args, stack)
+            threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    print("dev-server: stopped", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
