@@ -76,7 +76,7 @@ def test_help_lists_every_command_once(outside: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "active project: trawl" in result.stdout
     commands = listed_commands(result.stdout)
-    assert {"crawl", "search", "report", "plugins", "list", *HYPHENATED} <= set(commands)
+    assert {"crawl", "search", "report", "schedule", "plugins", "list", *HYPHENATED} <= set(commands)
     assert len(commands) == len(set(commands))
     assert "es_replay" not in commands and "kibana_setup" not in commands
 
