@@ -63,7 +63,7 @@ from urllib.parse import parse_qsl
 from pywb.utils.canonicalize import calc_search_range, canonicalize
 from pywb.warcserver.index.cdxobject import CDXObject
 
-from tests.servers.inflight import Span, max_in_flight
+from tests.servers.inflight import Span, SpanRecordingHandler, max_in_flight
 
 __all__ = [
     "COUNT",
@@ -413,7 +413,7 @@ class _HTTPServer(ThreadingHTTPServer):
     app: Any
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(SpanRecordingHandler, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     #: When the answer to the current request started out (``time.monotonic()``).
     answered: float = 0.0
@@ -427,12 +427,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         """Quiet: test output is the crawler's."""
 
-    def do_GET(self) -> None:
-        arrived = self.answered = time.monotonic()
-        try:
-            self._answer()
-        finally:
-            self.server.app.spans.append((arrived, self.answered))
+    def span_log(self) -> list[Span]:
+        return self.server.app.spans
 
     def _answer(self) -> None:
         try:

@@ -49,7 +49,7 @@ from urllib.parse import parse_qsl, quote_plus, unquote_plus
 
 import surt as _surt
 
-from tests.servers.inflight import Span, max_in_flight
+from tests.servers.inflight import Span, SpanRecordingHandler, max_in_flight
 
 __all__ = [
     "BLOCKED_SITE_ERROR",
@@ -551,7 +551,7 @@ class _HTTPServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(SpanRecordingHandler, BaseHTTPRequestHandler):
     """Thin HTTP/1.1 shell; all CDX logic lives in :meth:`FakeCdxServer.handle`."""
 
     protocol_version = "HTTP/1.1"
@@ -569,12 +569,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         """Silence per-request stderr logging (it would dominate benchmark CPU)."""
 
-    def do_GET(self) -> None:
-        arrived = self.answered = time.monotonic()
-        try:
-            self._answer()
-        finally:
-            self.server.fake.spans.append((arrived, self.answered))
+    def span_log(self) -> list[Span]:
+        return self.server.fake.spans
 
     def _answer(self) -> None:
         try:

@@ -9,9 +9,33 @@ flight is never seen with N + 1, however late the server's thread gets to run ag
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 
 Span = tuple[float, float]
+
+
+class SpanRecordingHandler:
+    """Mixin for a fake's request handler: ``do_GET`` records the request's span.
+
+    The handler implements ``_answer()`` (setting ``self.answered`` when the
+    answer starts out) and ``span_log()``, the server's list of spans.
+    """
+
+    answered: float
+
+    def span_log(self) -> list[Span]:  # pragma: no cover - each handler names its server's list
+        raise NotImplementedError
+
+    def _answer(self) -> None:  # pragma: no cover - each handler answers
+        raise NotImplementedError
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        arrived = self.answered = time.monotonic()
+        try:
+            self._answer()
+        finally:
+            self.span_log().append((arrived, self.answered))
 
 
 def max_in_flight(spans: Iterable[Span]) -> int:

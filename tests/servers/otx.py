@@ -35,7 +35,7 @@ from types import TracebackType
 from typing import NamedTuple
 from urllib.parse import parse_qsl, quote
 
-from tests.servers.inflight import Span, max_in_flight
+from tests.servers.inflight import Span, SpanRecordingHandler, max_in_flight
 
 __all__ = [
     "FakeOtxServer",
@@ -158,7 +158,7 @@ class _HTTPServer(ThreadingHTTPServer):
     fake: LocalApiServer
 
 
-class _Handler(BaseHTTPRequestHandler):
+class _Handler(SpanRecordingHandler, BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     #: When the answer to the current request started out (``time.monotonic()``).
     answered: float = 0.0
@@ -172,12 +172,8 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:
         """Quiet: tests read the request log instead."""
 
-    def do_GET(self) -> None:
-        arrived = self.answered = time.monotonic()
-        try:
-            self._answer()
-        finally:
-            self.server.fake.spans.append((arrived, self.answered))
+    def span_log(self) -> list[Span]:
+        return self.server.fake.spans
 
     def _answer(self) -> None:
         fake = self.server.fake
