@@ -348,3 +348,44 @@ def test_an_all_job_stores_every_source_and_writes_its_items(scrapyd: ScrapydSer
     records = [json.loads(line) for line in scrapyd.items_path(job).read_text().splitlines()]
     assert sorted(r["url"] for r in records) == sorted(page_urls)
     assert {tuple(r["sources"]) for r in records} == {("otx", "wayback"), ("wayback",)}
+
+
+def test_a_second_job_adds_nothing_and_the_report_says_so(
+    scrapyd: ScrapydServer, data_home: Path, tmp_path: Path
+) -> None:
+    rerun_urls = urls("rerun-example.org", 12)
+    jobs = []
+    with cdx(rerun_urls, lines_per_page=5) as wayback:
+        for _ in range(2):
+            job = scrapyd.schedule(
+                "wayback", settings={"WAYBACK_BASE_URL": wayback.base_url, **FAST}, domain="rerun-example.org"
+            )
+            scrapyd.wait_finished(job, timeout=120)
+            jobs.append(job)
+    first, second = (scrapyd.job_log(job) for job in jobs)
+    assert " 12 unique, 12 new this run," in first, first[-3000:]
+    assert " 12 unique, 0 new this run," in second, second[-3000:]
+    # The report, by hand, reads the jobs' store (the same user's default) and finds nothing new.
+    report = run_scrapy(
+        tmp_path,
+        "report",
+        "new",
+        "--domain",
+        "rerun-example.org",
+        env={"TRAWL_STORE_URI": "", "XDG_DATA_HOME": str(data_home)},
+    )
+    assert report.returncode == 0, report.stderr[-3000:]
+    assert report.stdout == ""
+    assert report.stderr.startswith("trawl: 0 new URLs for rerun-example.org in the last crawl (job ")
+    everything = run_scrapy(
+        tmp_path,
+        "report",
+        "new",
+        "--domain",
+        "rerun-example.org",
+        "--since",
+        "2000-01-01",
+        env={"TRAWL_STORE_URI": "", "XDG_DATA_HOME": str(data_home)},
+    )
+    assert everything.returncode == 0, everything.stderr[-3000:]
+    assert set(everything.stdout.split()) == set(rerun_urls)
