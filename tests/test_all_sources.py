@@ -208,7 +208,7 @@ def test_estimated_duration_under_the_rate_limit() -> None:
 
 #: A plugin that fails the way a bug does: an exception in a hook for one source (Scrapy logs
 #: "Error processing ..." naming that source's spider), or an ERROR line naming no spider.
-FAULTY_PLUGIN = '''
+FAULTY_PLUGIN = """
 import logging
 import os
 
@@ -226,7 +226,7 @@ def trawl_filter_batch(batch, context):
     if os.environ.get("FAULTY_SOURCE") == context.source:
         raise RuntimeError(f"plugin bug on {context.source}")
     return None
-'''
+"""
 
 
 def faulty_plugin(workdir: Path, **env: str) -> dict[str, str]:
@@ -269,10 +269,10 @@ def test_one_source_errors_the_others_stay_complete(workdir: Path) -> None:
     assert errors == {"wayback": "0", "otx": "1", "urlscan": "0"}
 
 
-def test_an_exception_in_one_source_is_that_sources_error(workdir: Path) -> None:
-    env = faulty_plugin(workdir, FAULTY_SOURCE="otx")
+def crawl_with_faulty_plugin(workdir: Path, **env: str) -> CrawlResult:
+    """``crawl all`` over wayback and otx with the faulty plugin loaded."""
     with wayback_server() as wayback, otx_server() as otx:
-        result = crawl_all(
+        return crawl_all(
             workdir,
             "-a",
             "sources=wayback,otx",
@@ -281,8 +281,12 @@ def test_an_exception_in_one_source_is_that_sources_error(workdir: Path) -> None
                 "OTX_BASE_URL": otx.base_url,
                 "TRAWL_PLUGINS": '{"faulty_plugin": true}',
             },
-            env=env,
+            env=faulty_plugin(workdir, **env),
         )
+
+
+def test_an_exception_in_one_source_is_that_sources_error(workdir: Path) -> None:
+    result = crawl_with_faulty_plugin(workdir, FAULTY_SOURCE="otx")
     assert result.returncode == 1
     assert any("plugin bug on otx" in line for line in result.stderr.splitlines())
     states = {name: row[-1] for name, row in table(result).items()}
@@ -290,19 +294,7 @@ def test_an_exception_in_one_source_is_that_sources_error(workdir: Path) -> None
 
 
 def test_an_error_line_of_no_source_fails_the_run_not_a_source(workdir: Path) -> None:
-    env = faulty_plugin(workdir, FAULTY_ANONYMOUS="otx")
-    with wayback_server() as wayback, otx_server() as otx:
-        result = crawl_all(
-            workdir,
-            "-a",
-            "sources=wayback,otx",
-            settings={
-                "WAYBACK_BASE_URL": wayback.base_url,
-                "OTX_BASE_URL": otx.base_url,
-                "TRAWL_PLUGINS": '{"faulty_plugin": true}',
-            },
-            env=env,
-        )
+    result = crawl_with_faulty_plugin(workdir, FAULTY_ANONYMOUS="otx")
     assert result.returncode == 1  # an error was shown: the run is not a success
     states = {name: row[-1] for name, row in table(result).items()}
     assert states == {"wayback": "complete", "otx": "complete"}  # but it is no source's

@@ -45,6 +45,16 @@ def crawl(workdir: Path, server: LimitingCdxServer, **settings: object) -> Crawl
     return run_scrapy(workdir, *crawl_args("wayback", "example.com", merged, "-a", "filters=false"))
 
 
+def assert_recall_one(result: CrawlResult) -> None:
+    assert_no_traceback(result)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert set(result.stored()) == {c.original for c in CAPTURES}  # recall 1.000
+
+
+def warnings(result: CrawlResult) -> list[str]:
+    return [line for line in result.stderr.splitlines() if "] WARNING:" in line]
+
+
 def summary(result: CrawlResult) -> str:
     lines = [line for line in result.stderr.splitlines() if "wayback: complete (finished)" in line]
     assert lines, result.stderr[-3000:]
@@ -55,11 +65,9 @@ def test_the_real_limit_is_learnt_from_429s_without_a_ban(workdir: Path) -> None
     with LimitingCdxServer(CAPTURES, lines_per_page=1, time_factor=SCALE) as server:
         result = crawl(workdir, server)
         bans = len(server.bans)
-    assert_no_traceback(result)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert set(result.stored()) == {c.original for c in CAPTURES}  # recall 1.000
+    assert_recall_one(result)
     assert bans == 0
-    said = [line for line in result.stderr.splitlines() if "] WARNING:" in line]
+    said = warnings(result)
     # cut to what the server served in the window: 15, or 14 when the 15th answer was still on its way
     assert any(re.search(r"HTTP 429 without Retry-After: budget cut to 1[45]/3s", line) for line in said)
     assert re.search(r"; waited \d+ s in \d+ pauses?, finished at 1[45]/3s", summary(result))
@@ -75,12 +83,10 @@ def test_a_ban_is_sat_out_with_the_pages_kept_pending(workdir: Path, ban_mode: s
     ) as server:
         result = crawl(workdir, server)
         bans = len(server.bans)
-    assert_no_traceback(result)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert set(result.stored()) == {c.original for c in CAPTURES}  # recall 1.000
+    assert_recall_one(result)
     assert bans == 1
     assert result.stat("trawl/gave_up") is None
-    said = [line for line in result.stderr.splitlines() if "] WARNING:" in line]
+    said = warnings(result)
     banned = [line for line in said if "wayback: banned (connection" in line and "no retry spent" in line]
     assert banned, result.stderr[-6000:]
     assert "(1 ban)" in summary(result)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FAST, ROOT, crawl_args, run_scrapy
+from tests.conftest import FAST, ROOT, CrawlResult, crawl_args, run_scrapy
 from tests.servers.commoncrawl import FakeCommonCrawl, cc_record
 from tests.servers.ghostarchive import FakeGhostArchive
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
@@ -365,27 +365,16 @@ def test_a_second_job_adds_nothing_and_the_report_says_so(
     first, second = (scrapyd.job_log(job) for job in jobs)
     assert " 12 unique, 12 new this run," in first, first[-3000:]
     assert " 12 unique, 0 new this run," in second, second[-3000:]
+
     # The report, by hand, reads the jobs' store (the same user's default) and finds nothing new.
-    report = run_scrapy(
-        tmp_path,
-        "report",
-        "new",
-        "--domain",
-        "rerun-example.org",
-        env={"TRAWL_STORE_URI": "", "XDG_DATA_HOME": str(data_home)},
-    )
-    assert report.returncode == 0, report.stderr[-3000:]
-    assert report.stdout == ""
-    assert report.stderr.startswith("trawl: 0 new URLs for rerun-example.org in the last crawl (job ")
-    everything = run_scrapy(
-        tmp_path,
-        "report",
-        "new",
-        "--domain",
-        "rerun-example.org",
-        "--since",
-        "2000-01-01",
-        env={"TRAWL_STORE_URI": "", "XDG_DATA_HOME": str(data_home)},
-    )
+    def report(*since: str) -> CrawlResult:
+        env = {"TRAWL_STORE_URI": "", "XDG_DATA_HOME": str(data_home)}
+        return run_scrapy(tmp_path, "report", "new", "--domain", "rerun-example.org", *since, env=env)
+
+    nothing = report()
+    assert nothing.returncode == 0, nothing.stderr[-3000:]
+    assert nothing.stdout == ""
+    assert nothing.stderr.startswith("trawl: 0 new URLs for rerun-example.org in the last crawl (job ")
+    everything = report("--since", "2000-01-01")
     assert everything.returncode == 0, everything.stderr[-3000:]
     assert set(everything.stdout.split()) == set(rerun_urls)
