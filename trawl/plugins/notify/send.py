@@ -34,6 +34,8 @@ class Post:
     error: str | None = None
     status: int | None = None
     done: bool = False
+    #: The socket's own timeout fired: the same case as the deadline passing first.
+    timed_out: bool = False
 
 
 def _send(post: Post, timeout: float, user_agent: str) -> None:
@@ -50,7 +52,10 @@ def _send(post: Post, timeout: float, user_agent: str) -> None:
     except urllib.error.HTTPError as exc:
         post.status = exc.code
         post.error = f"HTTP {exc.code}"
+    except TimeoutError:
+        post.timed_out = True
     except urllib.error.URLError as exc:
+        post.timed_out = isinstance(exc.reason, TimeoutError)
         post.error = str(exc.reason) or type(exc).__name__
     except Exception as exc:  # noqa: BLE001 - a timeout, a reset, anything: one warning
         post.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -72,7 +77,7 @@ def post_all(bodies: list[tuple[Receiver, dict]], timeout: float, user_agent: st
         thread.join(max(deadline - time.monotonic(), 0))
     for post in posts:
         label = post.receiver.label
-        if not post.done:
+        if not post.done or post.timed_out:
             logger.warning("notify: %s did not answer within %g s; not waiting for it", label, timeout)
         elif post.error is not None:
             logger.warning("notify: %s: %s", label, post.error)
