@@ -1,11 +1,11 @@
-"""Microseconds per distinct URL of trawl.canonical.canonicalize_many.
+"""Microseconds per distinct URL of trawl.records.canonical.canonicalize_many.
 
 The URLs are the wayback bench's generated originals (http/https, :80/:443,
 sub-domains, queries), with a share made messy the way archive records are:
 fragments, upper-case hosts, escapes, non-ASCII paths, userinfo, no scheme,
 dot segments, trailing host dots. All distinct, so every one is parsed.
 
-``--against REV`` also times the ``trawl/canonical.py`` of a git revision (as
+``--against REV`` also times the ``trawl/records/canonical.py`` of a git revision (as
 a temporary module), e.g. the w3lib implementation before ada:
 
     python bench/bench_canonical.py [--urls N] [--messy F] [--against b47c51d]
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.servers.ia_cdx import generate_dataset  # noqa: E402
-from trawl.canonical import canonicalize_many  # noqa: E402
+from trawl.records.canonical import canonicalize_many  # noqa: E402
 
 
 def _messy(url: str, kind: int, i: int) -> str:
@@ -58,7 +58,11 @@ def archive_like_urls(n: int, messy: float, seed: int = 0) -> list[str]:
 
 def _old_many(rev: str) -> Callable[[list[str]], object]:
     source = subprocess.run(
-        ["git", "show", f"{rev}:trawl/canonical.py"], cwd=ROOT, check=True, capture_output=True, text=True
+        ["git", "show", f"{rev}:trawl/records/canonical.py"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     path = Path(tempfile.mkdtemp()) / "old_canonical.py"
     path.write_text(source)
@@ -90,7 +94,7 @@ def main() -> None:
     parser.add_argument("--urls", type=int, default=200_000)
     parser.add_argument("--messy", type=float, default=0.1, help="share of messy URLs")
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--against", metavar="REV", help="also time trawl/canonical.py at REV")
+    parser.add_argument("--against", metavar="REV", help="also time trawl/records/canonical.py at REV")
     args = parser.parse_args()
     urls = archive_like_urls(args.urls, args.messy)
     print(f"{len(urls):,} distinct URLs, {args.messy:.0%} messy")

@@ -40,8 +40,8 @@ sys.path.insert(0, str(ROOT))
 from elasticsearch import Elasticsearch, helpers  # noqa: E402
 
 from tests.servers.noida import NoidaServer, es_settings  # noqa: E402
-from trawl.context import RunContext  # noqa: E402
-from trawl.items import UrlBatch  # noqa: E402
+from trawl.pipeline.context import RunContext  # noqa: E402
+from trawl.records.batches import UrlBatch  # noqa: E402
 from trawl.stores.elasticsearch import ElasticsearchStore  # noqa: E402
 from trawl.stores.elasticsearch.templates import install_templates, names_from  # noqa: E402
 

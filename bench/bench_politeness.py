@@ -53,7 +53,7 @@ from tests.servers.otx import (  # noqa: E402
 )
 from tests.servers.otx import connection_reset as api_reset  # noqa: E402
 from tests.servers.urlscan import FakeUrlscanServer, make_result  # noqa: E402
-from trawl.canonical import canonicalize  # noqa: E402
+from trawl.records.canonical import canonicalize  # noqa: E402
 
 # TRAWL_STORE_URI: each run stores into its work directory's trawl.db, not the user's default store.
 ENV = dict(

@@ -56,11 +56,11 @@ from tests.servers.devdata import CRAWL_IDS, DOMAIN, Dataset, build_dataset, exp
 from tests.servers.ia_cdx import FakeCdxServer  # noqa: E402
 from tests.servers.otx import FakeOtxServer  # noqa: E402
 from tests.servers.urlscan import FakeUrlscanServer  # noqa: E402
-from trawl.cdx import Dialect  # noqa: E402
-from trawl.spiders.commoncrawl import CommonCrawlSpider  # noqa: E402
-from trawl.spiders.otx import PAGE_LIMIT as OTX_PAGE_LIMIT  # noqa: E402
-from trawl.spiders.urlscan import UrlscanSpider  # noqa: E402
-from trawl.spiders.wayback import WaybackSpider  # noqa: E402
+from trawl.sources.cdx.commoncrawl import CommonCrawlSpider  # noqa: E402
+from trawl.sources.cdx.parse import Dialect  # noqa: E402
+from trawl.sources.cdx.wayback import WaybackSpider  # noqa: E402
+from trawl.sources.otx import PAGE_LIMIT as OTX_PAGE_LIMIT  # noqa: E402
+from trawl.sources.urlscan import UrlscanSpider  # noqa: E402
 
 SOURCES = ("wayback", "commoncrawl", "otx", "urlscan")
 OTX_KEY = "bench-otx-key"

@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.servers.ia_cdx import FakeCdxServer, generate_dataset  # noqa: E402
-from trawl.canonical import canonicalize, host_of  # noqa: E402
-from trawl.spiders.wayback import WaybackSpider  # noqa: E402
-from trawl.target import parse_target  # noqa: E402
+from trawl.records.canonical import canonicalize, host_of  # noqa: E402
+from trawl.sources.cdx.wayback import WaybackSpider  # noqa: E402
+from trawl.sources.target import parse_target  # noqa: E402
 
 
 def expected_urls(captures: list, domain: str) -> set[str]:

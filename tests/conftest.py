@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: Never the user's own store: trawl's default is ~/.local/share/trawl/trawl.db (trawl.datadir),
+#: Never the user's own store: trawl's default is ~/.local/share/trawl/trawl.db (trawl.stores.location),
 #: shared by every run. Every crawl a test starts (any subprocess) stores into ``trawl.db`` in its
 #: working directory instead, and the data directory is a fresh one; the tests of the default
 #: itself (tests/test_scrapyd.py) unset TRAWL_STORE_URI for the runs they start.

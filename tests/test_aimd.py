@@ -1,4 +1,4 @@
-"""The rules of trawl.aimd on a fake clock: cut at once, one cut per episode, slow recovery, bans.
+"""The rules of trawl.politeness.aimd on a fake clock: cut at once, one cut per episode, slow recovery, bans.
 
 The crawls against the IA-like server are in tests/test_ia_limits.py; these pin
 the arithmetic the progress line and the summary report.
@@ -6,8 +6,8 @@ the arithmetic the progress line and the summary report.
 
 from __future__ import annotations
 
-from trawl.aimd import RECOVERY_WINDOWS, Backpressure
-from trawl.limiter import SourceLimiter
+from trawl.politeness.aimd import RECOVERY_WINDOWS, Backpressure
+from trawl.politeness.gate import SourceLimiter
 
 
 class Clock:

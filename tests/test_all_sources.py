@@ -174,7 +174,7 @@ def test_check_only_estimates_per_source(workdir: Path) -> None:
 def test_each_source_has_its_own_concurrency_on_one_host(workdir: Path) -> None:
     """Two sources on 127.0.0.1, gates off, servers that take 0.3 s: each source keeps its
     own concurrency in flight (its own crawler, its own download slot), no more
-    (trawl.downloader), and the two together the sum."""
+    (trawl.politeness.downloader), and the two together the sum."""
     captures = [make_capture(f"https://example.com/w{i}", "20200101000000") for i in range(8)]
     with (
         FakeCdxServer(captures, lines_per_page=1, latency=0.3) as wayback,
@@ -199,7 +199,7 @@ def test_each_source_has_its_own_concurrency_on_one_host(workdir: Path) -> None:
 
 
 def test_estimated_duration_under_the_rate_limit() -> None:
-    from trawl.ratelimits import format_duration
+    from trawl.politeness.rates import format_duration
 
     assert format_duration(max(0, 600 - 60) * 60 / 60) == "9.0 min"  # 600 requests at 60/60s
 

@@ -31,8 +31,8 @@ import pytest
 from ada_url import URL
 
 from tests.servers.ia_cdx import generate_dataset
-from trawl import canonical
-from trawl.canonical import (
+from trawl.records import canonical
+from trawl.records.canonical import (
     canonicalize,
     canonicalize_many,
     canonicalize_series,
@@ -209,7 +209,7 @@ def _escape_policy(text: str) -> str:
 
 
 def trawl_form_of(href: str) -> str | None:
-    """trawl's key for a WHATWG http(s) ``href``, written apart from trawl.canonical."""
+    """trawl's key for a WHATWG http(s) ``href``, written apart from trawl.records.canonical."""
     parts = _HREF.fullmatch(href)
     assert parts is not None, href
     host = parts["host"]

@@ -1,7 +1,7 @@
 """Reading real CDX answers (recorded from the Internet Archive and Common Crawl)."""
 
 from tests.samples import sample_body
-from trawl.cdx import Dialect, is_blocked, parse_page, parse_page_count
+from trawl.sources.cdx.parse import Dialect, is_blocked, parse_page, parse_page_count
 
 
 def test_ia_json_sample() -> None:

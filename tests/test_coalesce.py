@@ -11,7 +11,7 @@ from tests.conftest import assert_no_traceback
 from tests.servers.urlscan import FakeUrlscanServer
 from tests.test_source_urlscan import EXTRA, FILTERED, crawl
 from tests.test_sqlite_store import make_batch, open_store
-from trawl.items import Batch, CaptureBatch
+from trawl.records.batches import Batch, CaptureBatch
 from trawl.stores.contract import PartlyStored
 
 ROW = ("20200101000000", "20200101000000", 1, "200", "text/html")

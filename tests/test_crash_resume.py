@@ -180,8 +180,8 @@ _DIE_IN_TRANSACTION = textwrap.dedent(
     import os, signal, sys
     from types import SimpleNamespace
     from scrapy.settings import Settings
-    from trawl.context import RunContext
-    from trawl.items import UrlBatch
+    from trawl.pipeline.context import RunContext
+    from trawl.records.batches import UrlBatch
     from trawl.stores.sqlite import SqliteStore
 
     def batch(numbers):

@@ -25,9 +25,9 @@ import orjson
 import pytest
 from elasticsearch import Elasticsearch
 
-from trawl.context import RunContext
 from trawl.errors import StoreError, TrawlUsageError
-from trawl.items import UrlBatch
+from trawl.pipeline.context import RunContext
+from trawl.records.batches import UrlBatch
 from trawl.stores.contract import AsyncWritingStore, missing_capabilities
 from trawl.stores.elasticsearch import ElasticsearchStore
 from trawl.stores.elasticsearch.connection import make_client, parse_uri

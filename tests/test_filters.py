@@ -6,9 +6,9 @@ from urllib.parse import parse_qsl, urlencode
 import pytest
 
 from trawl import settings as defaults
-from trawl.cdx import Dialect, filter_params
 from trawl.errors import TrawlUsageError
-from trawl.filters import build_filter_config
+from trawl.pipeline.filters import build_filter_config
+from trawl.sources.cdx.parse import Dialect, filter_params
 
 SETTINGS = {name: getattr(defaults, name) for name in dir(defaults) if name.isupper()}
 TEMPLATE = Path(__file__).parent / "data" / "waymore-config.template.yml"

@@ -27,7 +27,7 @@ from urllib.request import Request, urlopen
 
 import pytest
 
-from trawl.kibana import DATA_VIEW_TITLE, ndjson, saved_objects
+from trawl.stores.elasticsearch.kibana import DATA_VIEW_TITLE, ndjson, saved_objects
 from trawl.stores.elasticsearch.templates import TRAWL_PROPERTIES, URL_PROPERTIES
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
@@ -84,7 +84,8 @@ def objects() -> list[dict[str, Any]]:
 
 def test_shipped_file_is_what_the_command_imports(objects: list[dict[str, Any]]) -> None:
     assert NDJSON.read_bytes() == ndjson(), (
-        "regenerate: python -m trawl.kibana > kibana/trawl-saved-objects.ndjson"
+        "regenerate: python -m trawl.stores.elasticsearch.kibana"
+        " > trawl/stores/elasticsearch/kibana_objects/trawl-saved-objects.ndjson"
     )
     assert objects == json.loads(json.dumps(saved_objects()))
 

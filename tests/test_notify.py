@@ -20,8 +20,8 @@ from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scr
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.otx import FakeOtxServer, OtxUrl
 from tests.servers.receiver import FakeReceiver
-from trawl.plugins.notify.messages import message_text
-from trawl.runsummary import RunSummary, SourceCounts
+from trawl.notify.messages import message_text
+from trawl.run.summary import RunSummary, SourceCounts
 
 URLS = ["https://example.com/a", "https://example.com/b", "https://sub.example.com/c"]
 SLACK_SECRET = "SLACKSECRETxq7Zk2pWm9"

@@ -16,16 +16,16 @@ import trawl
 from tests.conftest import FAST, ROOT, CrawlResult, assert_no_traceback, crawl_args, run_scrapy
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from trawl.errors import TrawlUsageError
-from trawl.pipelines.plugins import PluginPipeline
-from trawl.pluginmanager import (
+from trawl.pipeline.itempipeline import PluginPipeline
+from trawl.pipeline.manager import (
     DEFAULT_PLUGINS,
     ESSENTIAL_PLUGINS,
     build_plugin_manager,
     builtin_name,
     plugin_manager_from_settings,
 )
-from trawl.spiderloader import PluginSpiderLoader
-from trawl.spiders.wayback import WaybackSpider
+from trawl.sources.cdx.wayback import WaybackSpider
+from trawl.sources.loader import PluginSpiderLoader
 
 PLUGIN_SOURCE = Path(__file__).parent / "plugins" / "trawl-drop-keyword"
 BUILTINS = sorted(builtin_name(path) for path in DEFAULT_PLUGINS)
@@ -34,18 +34,18 @@ SOURCES = ["commoncrawl", "ghostarchive", "intelx", "otx", "urlscan", "virustota
 #: in its metadata; it stays in site-packages until trawl is reinstalled.
 STALE_ENTRY_POINTS = """\
 [scrapy.commands]
-es-replay = trawl.commands.es_replay:Command
-kibana-setup = trawl.commands.kibana_setup:Command
+es-replay = trawl.stores.elasticsearch.commands.es_replay:Command
+kibana-setup = trawl.stores.elasticsearch.commands.kibana_setup:Command
 
 [trawl]
-dedup = trawl.plugins.dedup
+dedup = trawl.pipeline.builtins.dedup
 elasticsearch_store = trawl.plugins.elasticsearch_store
-normalizer = trawl.plugins.normalizer
-scope = trawl.plugins.scope
-sources = trawl.plugins.sources
+normalizer = trawl.pipeline.builtins.normalize
+scope = trawl.pipeline.builtins.scope
+sources = trawl.sources.builtin
 sqlite_store = trawl.plugins.sqlite_store
 store = trawl.plugins.store
-url_filter = trawl.plugins.url_filter
+url_filter = trawl.pipeline.builtins.url_filter
 old_plugin = trawl.plugins.removed_since
 """
 URLS = [
@@ -287,7 +287,7 @@ def test_stale_entry_points_are_skipped_in_process(tmp_path: Path, monkeypatch: 
 
 
 def test_a_module_registered_twice_is_registered_once() -> None:
-    pm = build_plugin_manager({"trawl.plugins.dedup": True, "trawl.plugins.scope": True})
+    pm = build_plugin_manager({"trawl.pipeline.builtins.dedup": True, "trawl.pipeline.builtins.scope": True})
     names = [name for name, _ in pm.list_name_plugin()]
     assert sorted(names) == BUILTINS
     assert len(pm.hook.trawl_dedup_batch.get_hookimpls()) == 1
@@ -297,7 +297,9 @@ def test_a_third_party_plugin_may_not_take_a_built_in_name(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.syspath_prepend(str(fake_distribution(tmp_path, "trawl-collide", "[trawl]\nscope = json\n")))
-    with pytest.raises(TrawlUsageError, match="two plugins are named 'scope': trawl.plugins.scope and json"):
+    with pytest.raises(
+        TrawlUsageError, match="two plugins are named 'scope': trawl.pipeline.builtins.scope and json"
+    ):
         build_plugin_manager()
 
 
@@ -363,7 +365,7 @@ def test_copies_of_the_settings_share_one_manager() -> None:
 
 COUNT_BUILDS = """
 import sys
-import trawl.pluginmanager as pm
+import trawl.pipeline.manager as pm
 builds = []
 build = pm.build_plugin_manager
 pm.build_plugin_manager = lambda *a, **k: builds.append(1) or build(*a, **k)
@@ -397,7 +399,7 @@ def test_a_crawl_builds_its_plugin_manager_once(workdir: Path, server: FakeCdxSe
 
 
 def test_hookimpl_is_importable_from_trawl_without_scrapy() -> None:
-    from trawl.pluginmanager import hookimpl
+    from trawl.pipeline.manager import hookimpl
 
     assert trawl.hookimpl is hookimpl
     code = (

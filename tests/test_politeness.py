@@ -19,7 +19,7 @@ from tests.servers.ia_cdx import (
     make_capture,
     service_unavailable,
 )
-from trawl.canonical import canonicalize
+from trawl.records.canonical import canonicalize
 
 POLITE = {
     "RATE_LIMITS_ENABLED": "True",
@@ -139,7 +139,7 @@ def test_give_up_is_reported_and_partial(workdir: Path) -> None:
 def test_autothrottle_hears_429(status: int, latency: float, current: float, expected: float) -> None:
     from scrapy.utils.test import get_crawler
 
-    from trawl.extensions.throttle import SourceAutoThrottle
+    from trawl.politeness.throttle import SourceAutoThrottle
 
     crawler = get_crawler(
         settings_dict={
@@ -158,7 +158,7 @@ def test_autothrottle_hears_429(status: int, latency: float, current: float, exp
 def test_retry_hints() -> None:
     from scrapy.http import Response
 
-    from trawl.retryhints import resume_time
+    from trawl.politeness.retryhints import resume_time
 
     now = 1_700_000_000.0
     assert resume_time(Response("http://x", headers={"Retry-After": "30"}), now) == (now + 30, "Retry-After")

@@ -87,7 +87,7 @@ def test_empty_proxy_answer_bans_unless_the_source_answers_empty(workdir: Path) 
     from scrapy.http import Response
     from scrapy.utils.test import get_crawler
 
-    from trawl.middlewares.proxies import ProxyRotationMiddleware
+    from trawl.politeness.proxies import ProxyRotationMiddleware
 
     crawler = get_crawler(settings_dict={"PROXY_LIST": ["http://127.0.0.1:1"], "PROXY_BAN_STATUSES": [403]})
     middleware = ProxyRotationMiddleware.from_crawler(crawler)

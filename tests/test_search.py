@@ -24,10 +24,10 @@ import orjson
 import pytest
 from scrapy.settings import Settings
 
-from trawl.context import RunContext
-from trawl.ecs import url_fields
-from trawl.items import UrlBatch
-from trawl.query import QueryError, parse, to_es, to_sql
+from trawl.pipeline.context import RunContext
+from trawl.records.batches import UrlBatch
+from trawl.records.ecs import url_fields
+from trawl.search.query import QueryError, parse, to_es, to_sql
 from trawl.stores.elasticsearch import ElasticsearchSearcher, ElasticsearchStore
 from trawl.stores.sqlite import SqliteStore
 from trawl.stores.sqlite.search import SqliteSearcher

@@ -35,7 +35,7 @@ except ImportError:
     from servers import commoncrawl as cc  # type: ignore[no-redef]
     from servers.pywb_server import PywbServer  # type: ignore[no-redef]
 
-from trawl.spiders.commoncrawl import (
+from trawl.sources.cdx.commoncrawl import (
     CollinfoError,
     CommonCrawlSpider,
     CrawlIndex,

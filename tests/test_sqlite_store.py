@@ -17,9 +17,9 @@ import orjson
 import pytest
 from scrapy.settings import Settings
 
-from trawl.context import RunContext
 from trawl.errors import TrawlUsageError
-from trawl.items import UrlBatch
+from trawl.pipeline.context import RunContext
+from trawl.records.batches import UrlBatch
 from trawl.stores.sqlite import SqliteStore, sqlite_path
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.

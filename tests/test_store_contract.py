@@ -24,9 +24,9 @@ from scrapy.settings import Settings
 
 from tests.conftest import assert_no_traceback, crawl_args, run_scrapy
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
-from trawl.context import RunContext
-from trawl.items import UrlBatch
-from trawl.provenance import Provenance
+from trawl.pipeline.context import RunContext
+from trawl.records.batches import UrlBatch
+from trawl.records.provenance import Provenance
 from trawl.stores.contract import missing_capabilities
 from trawl.stores.sqlite import SqliteStore
 

@@ -3,7 +3,7 @@
 import pytest
 
 from trawl.errors import TrawlUsageError
-from trawl.target import parse_target
+from trawl.sources.target import parse_target
 
 
 @pytest.mark.parametrize(

@@ -23,7 +23,7 @@ from tests.conftest import CrawlResult, crawl_args, run_scrapy
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.test_docs import trawl_settings
 from trawl.errors import TrawlUsageError
-from trawl.pluginmanager import plugin_manager_from_settings
+from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.stores.registry import describe_store_uri
 from trawl.validation import SETTINGS, text, validate_settings
 

@@ -32,9 +32,9 @@ from typing import Any
 import pytest
 
 import trawl.settings as trawl_settings
-from trawl.canonical import canonicalize_with_host
-from trawl.filters import build_filter_config
-from trawl.target import parse_target
+from trawl.pipeline.filters import build_filter_config
+from trawl.records.canonical import canonicalize_with_host
+from trawl.sources.target import parse_target
 
 try:  # pywb installs a top-level ``tests`` package into site-packages that can shadow
     from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy  # ours;
@@ -147,7 +147,7 @@ def _settings() -> dict[str, Any]:
 
 
 def expected_urls(subs: bool = True, **args: str) -> set[str]:
-    """What a crawl should keep, by trawl.canonical + trawl.target + trawl.filters."""
+    """What a crawl should keep: trawl.records.canonical, trawl.sources.target, trawl.pipeline.filters."""
     target = parse_target(DOMAIN, include_subdomains=subs)
     config = build_filter_config(_settings(), args)
     out = set()

@@ -11,7 +11,7 @@ so every command and argument is Scrapy's: ``trawl crawl wayback -a
 domain=example.com`` is ``scrapy crawl wayback -a domain=example.com`` run in
 the project. Relative paths (``-s STORE_URI=sqlite:///x.db``, ``-o urls.txt``)
 are relative to the directory it is started in; the default store is the same
-from every directory (:mod:`trawl.datadir`).
+from every directory (:mod:`trawl.stores.location`).
 """
 
 from __future__ import annotations

@@ -11,10 +11,10 @@ entry-point group of its own ``pyproject.toml``::
 trawl's own normalizer, filters, dedup, stores and sources implement the same
 hooks and nothing else, so anything they do a third-party plugin can do,
 replace or extend; they are registered in code
-(``trawl.pluginmanager.DEFAULT_PLUGINS``), and the essential ones cannot be
+(``trawl.pipeline.manager.DEFAULT_PLUGINS``), and the essential ones cannot be
 switched off. docs/plugins.md is the reference.
 
-Batch hooks receive whole batches (:mod:`trawl.items`): a polars
+Batch hooks receive whole batches (:mod:`trawl.records.batches`): a polars
 ``DataFrame`` in ``batch.frame`` and a ``batch.kind`` (``"capture"``,
 ``"url"``...). Work on whole columns; a plugin that loops over rows in Python
 is fine, but it is called once per upstream page, not once per URL.
@@ -33,9 +33,9 @@ if TYPE_CHECKING:
     import polars as pl
     from scrapy import Spider
 
-    from trawl.context import RunContext
-    from trawl.items import Batch
-    from trawl.runsummary import RunSummary
+    from trawl.pipeline.context import RunContext
+    from trawl.records.batches import Batch
+    from trawl.run.summary import RunSummary
     from trawl.stores.contract import WritingStore
 
 #: Both markers live here, next to the specifications, so that ``import trawl``
@@ -102,7 +102,7 @@ def trawl_dedup_batch(batch: Batch, context: RunContext) -> Batch | None:
 
     The first implementation that returns a batch wins; ``None`` from all of
     them sends the batch to the store as it is. trawl's dedup turns a
-    :class:`~trawl.items.CaptureBatch` into a :class:`~trawl.items.UrlBatch`
+    :class:`~trawl.records.batches.CaptureBatch` into a :class:`~trawl.records.batches.UrlBatch`
     (one row per canonical URL with sources, first and last capture, capture
     count, statuses, mime types). Across batches and runs the store merges.
     A batch may hold several upstream pages (``batch.pages``); build the new
@@ -122,7 +122,7 @@ def trawl_run_finished(summary: RunSummary) -> None:
 
     Called once per ``scrapy crawl`` invocation, after the reactor stopped,
     the exports were written and the exit status was decided, with a
-    :class:`~trawl.runsummary.RunSummary` (sources and their counts, the
+    :class:`~trawl.run.summary.RunSummary` (sources and their counts, the
     outcome, the new URLs). Nothing a plugin does here changes the exit
     status: an exception is one WARNING line. trawl's ``notify`` plugin
     posts the summary to ``NOTIFY_URLS``. Keep it short: the process waits.

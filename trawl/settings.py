@@ -3,15 +3,15 @@
 Override any of them with ``-s NAME=value`` or in a project's own settings.
 """
 
-from trawl.datadir import default_store_uri
+from trawl.stores.location import default_store_uri
 
 BOT_NAME = "trawl"
 
 # Sources come from plugins (trawl_register_sources), trawl's own included; a project
 # that adds spiders of its own lists their modules here.
 SPIDER_MODULES: list[str] = []
-NEWSPIDER_MODULE = "trawl.spiders"
-SPIDER_LOADER_CLASS = "trawl.spiderloader.PluginSpiderLoader"
+NEWSPIDER_MODULE = "trawl.sources"
+SPIDER_LOADER_CLASS = "trawl.sources.loader.PluginSpiderLoader"
 COMMANDS_MODULE = "trawl.commands"
 
 # Identify ourselves; archives ask crawlers to.
@@ -20,12 +20,12 @@ ROBOTSTXT_OBEY = False  # APIs, not pages: robots.txt does not govern them
 
 # --- Storage -----------------------------------------------------------------------------
 # $TRAWL_STORE_URI, else ~/.local/share/trawl/trawl.db ($XDG_DATA_HOME/trawl): the same store
-# for every run of a user, from any directory, by hand, cron or scrapyd (trawl.datadir).
+# for every run of a user, from any directory, by hand, cron or scrapyd (trawl.stores.location).
 STORE_URI = default_store_uri()
 SQLITE_SYNCHRONOUS = "NORMAL"
 SQLITE_CACHE_MB = 64
 # Pages smaller than this wait up to BATCH_COALESCE_SECONDS for more of their source and are
-# stored as one batch (trawl/pipelines/coalesce.py); 0 stores every page on its own.
+# stored as one batch (trawl/pipeline/coalesce.py); 0 stores every page on its own.
 BATCH_COALESCE_ROWS = 5000
 BATCH_COALESCE_SECONDS = 0.2
 
@@ -34,20 +34,23 @@ TRAWL_PLUGINS: dict[str, bool] = {}
 TRAWL_PLUGINS_DISABLED: list[str] = []
 TRAWL_RUN_ID = ""
 
-ITEM_PIPELINES = {"trawl.pipelines.plugins.PluginPipeline": 300}
+ITEM_PIPELINES = {"trawl.pipeline.itempipeline.PluginPipeline": 300}
 
 # --- Exports (-o) ------------------------------------------------------------------------
 FEED_EXPORTERS = {
-    "txt": "trawl.exporters.UrlListExporter",
-    "jsonl": "trawl.exporters.RecordJsonLinesExporter",
-    "jsonlines": "trawl.exporters.RecordJsonLinesExporter",
-    "csv": "trawl.exporters.RecordCsvExporter",
+    "txt": "trawl.exports.exporters.UrlListExporter",
+    "jsonl": "trawl.exports.exporters.RecordJsonLinesExporter",
+    "jsonlines": "trawl.exports.exporters.RecordJsonLinesExporter",
+    "csv": "trawl.exports.exporters.RecordCsvExporter",
 }
 FEED_EXPORT_ENCODING = "utf-8"
-# -O replaces a file at the end of the run, and only with one that has URLs (trawl.feedstorage).
-FEED_STORAGES = {"": "trawl.feedstorage.SafeFileFeedStorage", "file": "trawl.feedstorage.SafeFileFeedStorage"}
+# -O replaces a file at the end of the run, and only with one that has URLs (trawl.exports.storage).
+FEED_STORAGES = {
+    "": "trawl.exports.storage.SafeFileFeedStorage",
+    "file": "trawl.exports.storage.SafeFileFeedStorage",
+}
 
-# --- Notifications when a run ends (trawl.plugins.notify) ------------------------------------
+# --- Notifications when a run ends (trawl.notify) ------------------------------------
 # Receivers: https://... (JSON), slack+https://..., discord+https://..., telegram://TOKEN@CHAT_ID.
 NOTIFY_URLS: list[str] = []
 NOTIFY_ON = "always"  # always, new (the run added URLs), error (exit status not 0); or several
@@ -57,11 +60,11 @@ TELEGRAM_API_BASE_URL = "https://api.telegram.org"
 
 # --- Progress ----------------------------------------------------------------------------
 EXTENSIONS = {
-    "trawl.extensions.progress.Progress": 500,
+    "trawl.run.progress.Progress": 500,
     "scrapy.extensions.throttle.AutoThrottle": None,
-    "trawl.extensions.throttle.SourceAutoThrottle": 0,
+    "trawl.politeness.throttle.SourceAutoThrottle": 0,
     # ERROR lines counted per crawler: one source's error is not another's (crawl all).
-    "trawl.extensions.errors.ErrorAttribution": 0,
+    "trawl.run.attribution.ErrorAttribution": 0,
 }
 PROGRESS_INTERVAL = 10.0
 # Requests unanswered this long are named in the progress line ("waiting 95 s on 4 requests to ...").
@@ -69,7 +72,7 @@ PROGRESS_STALL_AFTER = 30.0
 LOG_LEVEL = "INFO"
 LOGSTATS_INTERVAL = 0  # the progress line replaces Scrapy's "Crawled N pages" line
 
-# --- Logs (trawl.logs) ---------------------------------------------------------------------
+# --- Logs (trawl.run.logs) ---------------------------------------------------------------------
 # The console shows trawl's lines and every warning; Scrapy's banner and dumps go to LOG_FILE.
 TRAWL_LOG_ALL = False  # True: every INFO line on the console too, as plain Scrapy prints them
 TRAWL_LOG_JSON = False  # True: one JSON object a line (time, level, source, message, counters)
@@ -78,20 +81,20 @@ TRAWL_LOG_JSON = False  # True: one JSON object a line (time, level, source, mes
 DOWNLOADER_MIDDLEWARES = {
     # Scrapy's retry, replaced by one that honours Retry-After and backs off with jitter.
     "scrapy.downloadermiddlewares.retry.RetryMiddleware": None,
-    "trawl.middlewares.retry.BackoffRetryMiddleware": 550,
+    "trawl.politeness.retry.BackoffRetryMiddleware": 550,
     # Picks a live proxy; Scrapy's HttpProxyMiddleware (750) then uses it.
-    "trawl.middlewares.proxies.ProxyRotationMiddleware": 740,
+    "trawl.politeness.proxies.ProxyRotationMiddleware": 740,
     # Last before the download: the source's gate (budget, concurrency, pauses).
-    "trawl.middlewares.ratelimit.RateLimitMiddleware": 950,
+    "trawl.politeness.ratelimit.RateLimitMiddleware": 950,
 }
 RATE_LIMITS_ENABLED = True
 # Every request a server sees must have passed the gate: no transparent re-sends.
 DOWNLOAD_HANDLERS = {
-    "http": "trawl.handlers.http.GatedHTTPDownloadHandler",
-    "https": "trawl.handlers.http.GatedHTTPDownloadHandler",
+    "http": "trawl.politeness.handler.GatedHTTPDownloadHandler",
+    "https": "trawl.politeness.handler.GatedHTTPDownloadHandler",
 }
 # The Internet Archive bans an IP after three 429s in a row: with two requests in flight,
-# the first 429 cannot become three before the gate pauses the source (trawl.aimd).
+# the first 429 cannot become three before the gate pauses the source (trawl.politeness.aimd).
 SOURCE_CONCURRENCY: dict[str, int] = {"wayback": 2}
 RETRY_LIMITS: dict[str, int] = {}
 RETRY_BACKOFF_BASE = 1.0
@@ -115,7 +118,7 @@ CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 4
 # Scrapy's, with each source's concurrency (SOURCE_CONCURRENCY, else CONCURRENT_REQUESTS_PER_DOMAIN)
 # enforced by its download slot under the asyncio reactor too (see the module).
-DOWNLOADER = "trawl.downloader.Downloader"
+DOWNLOADER = "trawl.politeness.downloader.Downloader"
 DOWNLOAD_TIMEOUT = 120
 # Per source: a CDX page may take a minute to come, an API page that has not come in 30 s will not.
 SOURCE_DOWNLOAD_TIMEOUT = {
@@ -161,7 +164,7 @@ GHOSTARCHIVE_BASE_URL = "https://ghostarchive.org"
 TRAWL_CACHE_DIR = "~/.cache/trawl"
 
 # Requests per period each source's public service tolerates (enforced per source
-# by trawl.middlewares.ratelimit; check_only estimates durations with them).
+# by trawl.politeness.ratelimit; check_only estimates durations with them).
 RATE_LIMITS = {
     "wayback": "60/60s",
     "commoncrawl": "1/1s",

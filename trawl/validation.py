@@ -28,8 +28,8 @@ from typing import Any
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
 
 from trawl.errors import TrawlUsageError
-from trawl.filters import check_status_codes
-from trawl.ratelimits import parse_rate
+from trawl.pipeline.filters import check_status_codes
+from trawl.politeness.rates import parse_rate
 
 #: ``check(settings, name, sources)``: raise :class:`TrawlUsageError` for a bad value.
 Check = Callable[[BaseSettings, str, Collection[str] | None], None]
@@ -220,7 +220,7 @@ def counts_by_source(minimum: int) -> Check:
 
 def store_uri(settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
     """A scheme some store plugin offers, a URI that store can use (a SQLite file's directory exists)."""
-    from trawl.pluginmanager import plugin_manager_from_settings
+    from trawl.pipeline.manager import plugin_manager_from_settings
     from trawl.stores.registry import check_store_uri
 
     uri = str(settings.get(name) or "").strip()
@@ -230,14 +230,14 @@ def store_uri(settings: BaseSettings, name: str, sources: Collection[str] | None
 
 def plugins(settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
     """``TRAWL_PLUGINS`` and ``TRAWL_PLUGINS_DISABLED``: the plugin manager refuses what it cannot use."""
-    from trawl.pluginmanager import plugin_manager_from_settings
+    from trawl.pipeline.manager import plugin_manager_from_settings
 
     plugin_manager_from_settings(settings)
 
 
 def proxies(settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
     """``PROXY_LIST`` and ``PROXY_LIST_FILE``: every proxy an http(s) URL, the file readable."""
-    from trawl.middlewares.proxies import read_proxy_list
+    from trawl.politeness.proxies import read_proxy_list
 
     read_proxy_list(settings)
 
@@ -263,13 +263,13 @@ def replicas(settings: BaseSettings, name: str, sources: Collection[str] | None)
 
 def notify_urls(settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
     """Every receiver a kind trawl can notify; their tokens registered as secrets there and then."""
-    from trawl.plugins.notify.targets import read_receivers
+    from trawl.notify.targets import read_receivers
 
     read_receivers(settings)
 
 
 def notify_on(settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
-    from trawl.plugins.notify import read_notify_on
+    from trawl.notify import read_notify_on
 
     read_notify_on(settings.get(name))
 
@@ -378,7 +378,7 @@ SETTINGS: dict[str, Check] = {
     "SCRAPYD_PROJECT": text,
 }
 
-#: What :func:`trawl.logs.install_log_handler` reads, checked before any line is logged.
+#: What :func:`trawl.run.logs.install_log_handler` reads, checked before any line is logged.
 LOGGING_SETTINGS = ("LOG_LEVEL", "TRAWL_LOG_JSON", "TRAWL_LOG_ALL")
 
 

@@ -27,7 +27,7 @@ from tests.servers.devserver import (
     start_upstreams,
 )
 from trawl.errors import TrawlUsageError
-from trawl.target import parse_target
+from trawl.sources.target import parse_target
 
 
 class _Parser(argparse.ArgumentParser):

@@ -30,8 +30,8 @@ from tests.servers.commoncrawl import cc_record, collinfo_entry
 from tests.servers.ia_cdx import Capture, _host_key, _path_key
 from tests.servers.otx import OtxUrl
 from tests.servers.urlscan import make_result
-from trawl.canonical import canonicalize, host_of
-from trawl.target import parse_target
+from trawl.records.canonical import canonicalize, host_of
+from trawl.sources.target import parse_target
 
 DOMAIN = "example.com"
 SOURCES = ("wayback", "commoncrawl", "otx", "urlscan", "virustotal", "intelx", "ghostarchive")

@@ -31,7 +31,7 @@ from tests.servers.intelx import FakeIntelX
 from tests.servers.otx import FakeOtxServer
 from tests.servers.urlscan import FakeUrlscanServer
 from tests.servers.virustotal import FakeVirusTotal, build_report
-from trawl.spiders.ghostarchive import search_term
+from trawl.sources.ghostarchive import search_term
 
 DEV_KEY = "dev-key"
 STORE_URI = "sqlite:///trawl-dev.db"

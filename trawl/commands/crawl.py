@@ -6,7 +6,7 @@ after a run that fetched nothing. This one checks every setting
 malformed rate limit or a plugin setting the plugin manager refuses is one line
 on stderr and exit status 2, no traceback, nothing sent) and exits 1 unless
 every run completed (blocked, failed or partial runs are non-zero). Logging is
-trawl's (:mod:`trawl.logs`), installed before Scrapy builds its process, so a
+trawl's (:mod:`trawl.run.logs`), installed before Scrapy builds its process, so a
 one-line error is not preceded by Scrapy's banner.
 """
 
@@ -23,18 +23,18 @@ from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from trawl.arguments import parse_bool
 from trawl.errors import TrawlError
-from trawl.extensions.errors import unattributed_errors
-from trawl.logs import install_log_handler, write_usage_error
-from trawl.middlewares.proxies import read_proxy_list
-from trawl.outcome import COMPLETE, FAILED
-from trawl.pluginmanager import plugin_manager_from_settings
-from trawl.runall import ALL, SourceRun, start_all, summary_table, use_trawl_jobdir
-from trawl.runsummary import build_summary, overall_outcome, run_finished
-from trawl.storeexport import export_from_store
+from trawl.exports.from_store import export_from_store
+from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.politeness.proxies import read_proxy_list
+from trawl.run.attribution import unattributed_errors
+from trawl.run.crawl_all import ALL, SourceRun, start_all, summary_table, use_trawl_jobdir
+from trawl.run.logs import install_log_handler, write_usage_error
+from trawl.run.outcome import COMPLETE, FAILED
+from trawl.run.summary import build_summary, overall_outcome, run_finished
+from trawl.sources.arguments import parse_bool
+from trawl.sources.target import parse_target
 from trawl.stores.registry import check_store_uri, describe_store_uri
-from trawl.target import parse_target
 from trawl.validation import LOGGING_SETTINGS, validate_settings
 
 if TYPE_CHECKING:
@@ -116,7 +116,7 @@ class Command(ScrapyCrawlCommand):
             self._run_finished([run], run.run_id or "", opts.spargs, outcome, plugins, started)
 
     def run_all(self, opts: argparse.Namespace, plugins: pluggy.PluginManager) -> None:
-        """``scrapy crawl all``: see :mod:`trawl.runall`."""
+        """``scrapy crawl all``: see :mod:`trawl.run.crawl_all`."""
         assert self.crawler_process is not None and self.settings is not None
         feeds = dict(self.settings.getdict("FEEDS"))
         try:
@@ -166,7 +166,7 @@ class Command(ScrapyCrawlCommand):
         plugins: pluggy.PluginManager,
         started: float,
     ) -> None:
-        """``trawl_run_finished``, once for the whole invocation (see :mod:`trawl.runsummary`)."""
+        """``trawl_run_finished``, once for the whole invocation (see :mod:`trawl.run.summary`)."""
         assert self.settings is not None
         try:
             domain: str | None = parse_target(spargs.get("domain")).domain

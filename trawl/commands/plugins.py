@@ -13,7 +13,7 @@ import sys
 from scrapy.commands import ScrapyCommand
 
 from trawl.errors import TrawlError
-from trawl.pluginmanager import ESSENTIAL_PLUGINS, plugin_manager_from_settings
+from trawl.pipeline.manager import ESSENTIAL_PLUGINS, plugin_manager_from_settings
 
 EXIT_USAGE = 2
 

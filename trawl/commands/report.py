@@ -4,7 +4,7 @@
     trawl report new --domain example.com --since 2026-12-01 -o new.jsonl
     trawl report new --domain example.com --since 3f2a9c... -o new.csv
 
-The store says which run stored each URL first; :mod:`trawl.report` picks the
+The store says which run stored each URL first; :mod:`trawl.run.report` picks the
 window (``last``: the most recent job, every source of a ``crawl all``) and
 reads its URLs in frames. The URLs go to stdout (``--format``) or to ``-o``
 files (format by extension: txt, jsonl, csv), and one line on stderr says how
@@ -21,10 +21,10 @@ import sys
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from trawl.counts import counted
 from trawl.errors import StoreError, TrawlError, TrawlUsageError
-from trawl.pluginmanager import plugin_manager_from_settings
-from trawl.report import (
+from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.run.counts import counted
+from trawl.run.report import (
     FORMATS,
     ReportFile,
     format_of,
@@ -33,8 +33,8 @@ from trawl.report import (
     select_window,
     write_report,
 )
+from trawl.sources.target import parse_target
 from trawl.stores.registry import store_class
-from trawl.target import parse_target
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2

@@ -14,7 +14,7 @@ a URI scheme and built as ``StoreClass(uri, context)`` for one crawl:
 * :class:`SearchableStore` (class-level): ``searcher``, what ``scrapy search``
   queries.
 * :class:`ReportingStore` (class-level): ``list_runs`` and ``read_first_seen``,
-  what ``trawl report new`` and the end-of-run summary read (:mod:`trawl.report`).
+  what ``trawl report new`` and the end-of-run summary read (:mod:`trawl.run.report`).
 
 Capabilities are checked with ``isinstance`` against these runtime-checkable
 Protocols when a crawl starts (:func:`missing_capabilities`): a store that
@@ -27,7 +27,7 @@ worker thread was measured no faster for SQLite: 68k against 66-82k
 captures/s on the 1M-capture bench, as sqlite3 binds every row under the
 GIL); a store that waits on a server implements ``AsyncWritingStore``.
 
-The write rule every store follows is :mod:`trawl.provenance`'s: one record
+The write rule every store follows is :mod:`trawl.records.provenance`'s: one record
 type, one merge rule.
 """
 
@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 if TYPE_CHECKING:
     import polars as pl
 
-    from trawl.items import Batch, UrlBatch, UrlRecord
-    from trawl.query import Node
+    from trawl.records.batches import Batch, UrlBatch, UrlRecord
+    from trawl.search.query import Node
 
 
 class PartlyStored(Exception):  # noqa: N818 - a signal to the pipeline, not an error
@@ -134,7 +134,7 @@ class ReportingStore(Protocol):
     """What is new since a run: ``trawl report new`` and the run summary (class-level).
 
     Both read whole columns: the runs are a small frame the caller selects a
-    window from (:func:`trawl.report.select_window`, one definition of "the
+    window from (:func:`trawl.run.report.select_window`, one definition of "the
     last crawl" for every store); the URLs come in frames of a few thousand.
     """
 
@@ -142,7 +142,7 @@ class ReportingStore(Protocol):
     def list_runs(cls, uri: str, domain: str, settings: Any) -> pl.DataFrame:
         """The runs recorded for ``domain``, its parent domains and its subdomains.
 
-        A frame of :data:`trawl.report.RUNS_SCHEMA`: a run of ``example.com``
+        A frame of :data:`trawl.run.report.RUNS_SCHEMA`: a run of ``example.com``
         may have found the URLs of ``sub.example.com``.
         """
 
@@ -152,7 +152,7 @@ class ReportingStore(Protocol):
     ) -> Iterator[pl.DataFrame]:
         """URLs of ``domain`` (and subdomains) that one of ``run_ids`` stored first, in URL order.
 
-        Frames of :data:`trawl.report.FIRST_SEEN_SCHEMA`: the provenance as stored
+        Frames of :data:`trawl.run.report.FIRST_SEEN_SCHEMA`: the provenance as stored
         now, and ``run_id``, the run that stored the URL first. At most ``limit`` rows.
         """
 

@@ -11,13 +11,13 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from trawl.errors import TrawlUsageError
-from trawl.secrets import redact
+from trawl.run.secrets import redact
 from trawl.stores.contract import WritingStore, describe_missing, missing_capabilities
 
 if TYPE_CHECKING:
     import pluggy
 
-    from trawl.context import RunContext
+    from trawl.pipeline.context import RunContext
 
 
 def uri_scheme(uri: str) -> str:

@@ -3,7 +3,7 @@
 * :mod:`.config`: reading its settings (defaults in ``trawl/settings.py`` only);
 * :mod:`.connection`: ``STORE_URI``, clients, an unreachable cluster in one line;
 * :mod:`.templates`: index names, strict ECS mappings, composable templates;
-* :mod:`.documents`: a URL's ``_id`` and JSON document around :mod:`trawl.provenance`;
+* :mod:`.documents`: a URL's ``_id`` and JSON document around :mod:`trawl.records.provenance`;
 * :mod:`.writer`: the sans-IO batch write (create, merge with ``if_seq_no``,
   backoff on 429s and failed requests) and its sync and async drivers;
 * :mod:`.deadletters`: what the cluster still refused, and ``scrapy es-replay``;

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from trawl.errors import StoreError
-from trawl.provenance import Provenance
+from trawl.records.provenance import Provenance
 from trawl.stores.elasticsearch.config import setting
 from trawl.stores.elasticsearch.connection import connect, one_line
 from trawl.stores.elasticsearch.documents import UrlDocument

@@ -1,6 +1,6 @@
 """One document per canonical URL: its ``_id``, its JSON, and the way back to a record.
 
-The provenance and its merge rule are :mod:`trawl.provenance`'s, the same for
+The provenance and its merge rule are :mod:`trawl.records.provenance`'s, the same for
 every store. What only these documents keep is around it in :class:`UrlDocument`:
 ``run_ids`` (every run that wrote the URL: what ``crawl all -o`` reads back)
 and ``added_at`` (when trawl first stored it: the ``@timestamp`` of URLs whose
@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from trawl.ecs import param_names, url_fields
-from trawl.items import UrlRecord
-from trawl.provenance import Provenance
+from trawl.records.batches import UrlRecord
+from trawl.records.ecs import param_names, url_fields
+from trawl.records.provenance import Provenance
 
 
 def url_id(url: str) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from trawl.items import UrlBatch
+from trawl.records.batches import UrlBatch
 from trawl.stores.elasticsearch.connection import connect
 from trawl.stores.elasticsearch.documents import READ_FIELDS
 from trawl.stores.elasticsearch.templates import names_from
@@ -102,8 +102,8 @@ def _batch(columns: dict[str, list[Any]], first_runs: list[str | None] | None) -
 
 
 def first_seen_frames(hits: Iterable[Mapping[str, Any]], size: int) -> Iterator[pl.DataFrame]:
-    """Hits as frames of :data:`trawl.report.FIRST_SEEN_SCHEMA`, ``size`` rows each."""
-    from trawl.report import FIRST_SEEN_SCHEMA
+    """Hits as frames of :data:`trawl.run.report.FIRST_SEEN_SCHEMA`, ``size`` rows each."""
+    from trawl.run.report import FIRST_SEEN_SCHEMA
 
     for batch in url_batches(hits, size, set(), keep_first_run=True):
         yield batch.frame.select(list(FIRST_SEEN_SCHEMA))
@@ -128,11 +128,11 @@ def read_runs(uri: str, run_ids: list[str], settings: Any, size: int = BATCH_URL
 def read_domain(uri: str, domain: str, settings: Any, size: int = BATCH_URLS) -> Iterator[UrlBatch]:
     """Every URL of ``domain`` and its subdomains, in URL order.
 
-    The query is ``scrapy search domain:<domain>``'s (:mod:`trawl.query`): the
+    The query is ``scrapy search domain:<domain>``'s (:mod:`trawl.search.query`): the
     host itself or any host ending in ``.<domain>``, so a store export and a
     search agree on what "the domain" holds.
     """
-    from trawl.query import field_named, leaf, to_es
+    from trawl.search.query import field_named, leaf, to_es
 
     client = connect(uri, settings)
     try:
@@ -161,7 +161,7 @@ def list_runs(uri: str, domain: str, settings: Any) -> pl.DataFrame:
     """The runs of ``domain``, its parents and its subdomains, from ``<prefix>-runs`` (epoch seconds)."""
     from elasticsearch import NotFoundError
 
-    from trawl.report import RUNS_SCHEMA, covering_domains
+    from trawl.run.report import RUNS_SCHEMA, covering_domains
 
     client = connect(uri, settings)
     columns: dict[str, list[Any]] = {name: [] for name in _RUN_FIELDS}

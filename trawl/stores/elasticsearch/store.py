@@ -29,8 +29,8 @@ import orjson
 import polars as pl
 
 from trawl.errors import StoreError
-from trawl.items import URL_SCHEMA, Batch, UrlBatch
-from trawl.provenance import Provenance
+from trawl.records.batches import URL_SCHEMA, Batch, UrlBatch
+from trawl.records.provenance import Provenance
 from trawl.stores.contract import PartlyStored
 from trawl.stores.elasticsearch import reading
 from trawl.stores.elasticsearch.connection import (
@@ -53,7 +53,7 @@ from trawl.stores.elasticsearch.templates import install_templates, names_from
 from trawl.stores.elasticsearch.writer import BatchWrite, WriteOptions, run_async, run_sync
 
 if TYPE_CHECKING:
-    from trawl.context import RunContext
+    from trawl.pipeline.context import RunContext
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ The steps, per batch:
 1. one ``_bulk`` of ``create`` actions: a URL Elasticsearch does not have is
    stored in one round trip (a fresh crawl costs nothing more);
 2. the URLs that already existed (409) are read back (``_mget``), their
-   provenance merged by :meth:`trawl.provenance.Provenance.merge` and written
+   provenance merged by :meth:`trawl.records.provenance.Provenance.merge` and written
    back with ``if_seq_no`` / ``if_primary_term``; a concurrent writer's 409 is
    merged again, on the newer document (at most ``_MAX_CONFLICT_ROUNDS``);
 3. items the cluster rejects with 429 are tried again after a backoff

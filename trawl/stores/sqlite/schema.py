@@ -4,7 +4,7 @@ The tables are those of trawl 0.1, so stores written by it keep working.
 Set-valued provenance is comma-joined sorted text (what ``scrapy search``'s
 SQL reads); per-source counts are JSON (``{source: [run, in_run, best]}``).
 
-:func:`upsert_sql` is :meth:`trawl.provenance.Provenance.merge` as one
+:func:`upsert_sql` is :meth:`trawl.records.provenance.Provenance.merge` as one
 ``INSERT ... ON CONFLICT DO UPDATE``: min/max timestamps, the run-count rule
 with ``json_set`` and ``->>``, and the set unions in C when the sets are equal
 or one is empty (nearly always), through ``trawl_union`` (the same Python
@@ -18,7 +18,7 @@ import re
 import sqlite3
 
 from trawl.errors import StoreError
-from trawl.provenance import union
+from trawl.records.provenance import union
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (

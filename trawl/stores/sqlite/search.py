@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from trawl.errors import StoreError
-from trawl.items import UrlRecord
-from trawl.query import Node, field_named, register_sql_functions, to_sql
+from trawl.records.batches import UrlRecord
+from trawl.search.query import Node, field_named, register_sql_functions, to_sql
 
 #: Indexes a search may create, by column.
 SEARCH_INDEXES = {

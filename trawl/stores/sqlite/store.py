@@ -31,11 +31,11 @@ from urllib.parse import unquote, urlsplit
 import orjson
 import polars as pl
 
-from trawl.context import RunContext
-from trawl.datadir import data_dir
 from trawl.errors import StoreError, TrawlUsageError
-from trawl.items import URL_SCHEMA, Batch, UrlBatch
+from trawl.pipeline.context import RunContext
+from trawl.records.batches import URL_SCHEMA, Batch, UrlBatch
 from trawl.stores.contract import PartlyStored
+from trawl.stores.location import data_dir
 from trawl.stores.sqlite.schema import INSERT_NEW, MERGED, SCHEMA, register_functions, upgrade, upsert_sql
 
 _SETS = ("sources", "statuses", "mimes")
@@ -86,7 +86,7 @@ class SqliteStore:
     def check_uri(cls, uri: str) -> None:
         """The directory must exist: it is never created (a cron job as root made ``/nonexistent/dir``).
 
-        Except trawl's own data directory, where the default store is (:mod:`trawl.datadir`):
+        Except trawl's own data directory, where the default store is (:mod:`trawl.stores.location`):
         made on first use, readable by its user only, as XDG asks.
         """
         path = sqlite_path(uri)
@@ -350,7 +350,7 @@ class SqliteStore:
     @classmethod
     def list_runs(cls, uri: str, domain: str, settings: Any = None) -> pl.DataFrame:
         """The runs of ``domain``, its parents and its subdomains (``job``: the run id before jobs)."""
-        from trawl.report import RUNS_SCHEMA, covering_domains, empty_runs
+        from trawl.run.report import RUNS_SCHEMA, covering_domains, empty_runs
 
         con = cls._connect_read(uri)
         if con is None:
@@ -373,7 +373,7 @@ class SqliteStore:
         size: int = 5000,
     ) -> Iterator[pl.DataFrame]:  # fmt: skip
         """URLs of ``domain`` that one of ``run_ids`` stored first, in URL order (one join, in SQL)."""
-        from trawl.report import FIRST_SEEN_SCHEMA
+        from trawl.run.report import FIRST_SEEN_SCHEMA
 
         if not run_ids or limit == 0:
             return

@@ -1,0 +1,94 @@
+"""``-O`` that never empties an export: the new file replaces the old one at the end, if it has URLs.
+
+Scrapy's file storage opens an ``-O`` target with ``wb`` at the first item (or
+at the end, for an empty feed): a rerun whose upstream was unreachable left a
+0-line ``urls.txt`` although the store still held every URL (issue 9, item 6),
+and a run killed half-way left half a file. This storage, registered in
+``FEED_STORAGES`` for plain paths and ``file://`` URIs, writes an overwriting
+export to a temporary file beside the target and, when the run ends:
+
+* replaces the target with it (``os.replace``: readers see the old file or the
+  new one, never a mix) if it holds at least one record, or if there was no
+  target yet (an empty feed is still created, as Scrapy's ``FEED_STORE_EMPTY``
+  says);
+* otherwise leaves the target as it was and says so in one WARNING line: a run
+  that exported nothing (upstream down, a mirror answering empty, filters that
+  match nothing) cannot tell "nothing there" from "nothing read", and the
+  store still holds what earlier runs found. Delete the file to get an empty one.
+
+Appending (``-o``) opens the target as Scrapy does; trawl's exporters then
+leave out the URLs the file already holds (:mod:`trawl.exports.append`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import shutil
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from w3lib.url import file_uri_to_path
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from twisted.internet.defer import Deferred
+
+logger = logging.getLogger(__name__)
+
+#: Formats whose first line is a header, not a record.
+HEADER_FORMATS = frozenset({"csv"})
+
+
+def has_records(path: str | Path, fmt: str) -> bool:
+    """Whether an export file holds a record, not only what an empty export of ``fmt`` writes."""
+    with open(path, "rb") as file:
+        if fmt not in HEADER_FORMATS:
+            return bool(file.read(1))
+        file.readline()
+        return bool(file.readline().strip())
+
+
+class SafeFileFeedStorage:
+    """Scrapy's ``FileFeedStorage``, with overwrites done by rename at the end (module docstring)."""
+
+    def __init__(self, uri: str, *, feed_options: dict[str, Any] | None = None) -> None:
+        options = feed_options or {}
+        self.path = Path(file_uri_to_path(uri) if uri.startswith("file:") else uri)
+        self.overwrite = bool(options.get("overwrite", False))
+        self.format = str(options.get("format") or self.path.suffix.lstrip("."))
+        self.partial: Path | None = None
+
+    def open(self, spider: Spider | None) -> IO[bytes]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self.overwrite:
+            return self.path.open("ab")
+        # Beside the target: same file system, so the final rename is atomic.
+        target = Path(os.path.realpath(self.path))
+        self.partial = target.with_name(f".{target.name}.{secrets.token_hex(4)}.part")
+        return self.partial.open("xb")
+
+    def abandon(self, file: IO[bytes]) -> None:
+        """An export that failed half-way: drop the new file, keep the old one."""
+        file.close()
+        if self.partial is not None:
+            self.partial.unlink(missing_ok=True)
+            self.partial = None
+
+    def store(self, file: IO[bytes]) -> Deferred[None] | None:
+        file.close()
+        if self.partial is None:
+            return None
+        partial, self.partial = self.partial, None
+        target = Path(os.path.realpath(self.path))
+        if target.exists() and not has_records(partial, self.format):
+            partial.unlink()
+            logger.warning(
+                "%s kept as it was: this run exported no URL (delete it to start empty)", self.path
+            )
+            return None
+        if target.exists():
+            shutil.copymode(target, partial)
+        os.replace(partial, target)
+        return None

@@ -1,1 +1,0 @@
-"""Scrapy extensions: progress lines and the end-of-run summary."""

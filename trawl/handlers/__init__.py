@@ -1,1 +1,0 @@
-"""Download handlers (DOWNLOAD_HANDLERS)."""

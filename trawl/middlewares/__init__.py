@@ -1,1 +1,0 @@
-"""Downloader middlewares, one concern per module (see the politeness work)."""

@@ -1,0 +1,1 @@
+"""trawl's built-in pipeline plugins, one concern per module: normalize, scope, filter, dedup."""

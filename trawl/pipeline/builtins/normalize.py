@@ -1,0 +1,34 @@
+"""Rewrites every URL of a capture batch to its canonical form (see trawl.records.canonical).
+
+It also adds the ``host`` column (the host falls out of the parse; scope and
+dedup need it for every row) and cleans the status and mime columns: a comma,
+quote, backslash or control character in them would break the stores' set
+columns and the one-record-per-line exports.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from trawl import hookimpl
+from trawl.pipeline.context import RunContext
+from trawl.records.batches import Batch
+from trawl.records.canonical import canonicalize_series
+
+_UNSAFE = r'[,"\\\x00-\x1f\x7f]'
+
+
+@hookimpl(tryfirst=True)
+def trawl_normalize_batch(batch: Batch, context: RunContext) -> None:
+    if batch.kind != "capture":
+        return
+    frame = batch.frame
+    # Archives repeat a URL once per capture: each distinct string is
+    # canonicalized once, and a join maps the rows back.
+    canonical = canonicalize_series(frame.get_column("url"))
+    batch.frame = frame.with_columns(
+        canonical.get_column("url"),
+        canonical.get_column("host"),
+        pl.col("status").str.replace_all(_UNSAFE, ""),
+        pl.col("mime").str.replace_all(_UNSAFE, ""),
+    )

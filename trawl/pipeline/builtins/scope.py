@@ -1,0 +1,41 @@
+"""Drops records outside the crawl's domain, and URLs that are not web URLs.
+
+``notexample.com`` is not ``example.com``; neither is ``example.com.evil.net``.
+Sources report such neighbours (URLScan results that merely contacted the
+domain, substring matches, VirusTotal siblings), so scope is checked on every
+record, whatever the source: once per distinct host, then mapped over the rows.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from trawl import hookimpl
+from trawl.pipeline.context import RunContext
+from trawl.records.batches import Batch
+
+
+@hookimpl
+def trawl_filter_batch(batch: Batch, context: RunContext) -> pl.Series | None:
+    if batch.kind != "capture":
+        return None
+    frame = batch.frame
+    hosts = frame.get_column("host")
+    target = context.target
+    if target is None:
+        keep = hosts.is_not_null()
+    else:
+        uniques = hosts.drop_nulls().unique()
+        verdicts = [target.in_scope(h) for h in uniques.to_list()]
+        keep = hosts.replace_strict(uniques, verdicts, default=False, return_dtype=pl.Boolean).fill_null(
+            False
+        )
+    dropped = len(keep) - keep.sum()
+    if not dropped:
+        return None
+    invalid = frame.get_column("url").null_count()
+    if invalid:
+        context.stats.inc_value("trawl/filtered/invalid_url", invalid)
+    if dropped - invalid:
+        context.stats.inc_value("trawl/filtered/out_of_scope", int(dropped - invalid))
+    return keep

@@ -1,0 +1,202 @@
+"""The one Scrapy item pipeline: runs a batch through the plugin hooks into the store.
+
+normalize -> filter -> dedup, each a pluggy hook called once per batch, then
+the store that ``STORE_URI`` names (a class registered with
+``trawl_register_stores``, implementing :mod:`trawl.stores.contract`). What
+comes out is the :class:`~trawl.records.batches.UrlBatch` with the store's merged
+provenance, ``new`` and ``repeat`` columns, which the feed exporters flatten
+to one line per URL. Items that are not batches pass through untouched;
+batches of a kind no hook transforms go to the store as they are.
+
+Store writes run on the reactor thread, or are awaited when the store is an
+:class:`~trawl.stores.contract.AsyncWritingStore`. Handing SQLite writes to a
+worker thread was measured slower (1M captures: 22.6 s against 18.3 s):
+sqlite3 takes the GIL back for every row of ``executemany``.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from functools import reduce
+from typing import TYPE_CHECKING
+
+import polars as pl
+from scrapy.exceptions import DropItem
+from scrapy.utils.defer import deferred_from_coro
+
+from trawl.errors import TrawlUsageError
+from trawl.pipeline.coalesce import Coalescer
+from trawl.pipeline.context import RunContext
+from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.pipeline.seen import SeenUrls
+from trawl.records.batches import Batch, Mask, UrlBatch
+from trawl.run.jobdir import JOB_ID, RESUMABLE, mark_finished, run_id_for
+from trawl.run.outcome import COMPLETE, run_outcome
+from trawl.stores.contract import AsyncWritingStore, PartlyStored, ResumableStore, WritingStore
+from trawl.stores.registry import create_store
+
+logger = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    import pluggy
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+
+class PluginPipeline:
+    """Drives a pluggy PluginManager (project ``trawl``) over batch items, then the store."""
+
+    def __init__(self, crawler: Crawler, plugins: pluggy.PluginManager) -> None:
+        self.crawler = crawler
+        self.plugins = plugins
+        self.context: RunContext | None = None
+        self.store: WritingStore | None = None
+        self.seen: SeenUrls | None = None
+        self.store_failed = False
+        self.jobdir: str | None = None
+        settings = crawler.settings
+        rows, wait = settings.getint("BATCH_COALESCE_ROWS"), settings.getfloat("BATCH_COALESCE_SECONDS")
+        self.coalescer = Coalescer(rows, wait, self._run) if rows else None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> PluginPipeline:
+        """Uses the process's manager for these plugin settings: the crawl command built it already."""
+        return cls(crawler, plugin_manager_from_settings(crawler.settings))
+
+    def open_spider(self, spider: Spider | None = None) -> None:
+        spider = spider or self.crawler.spider
+        settings = self.crawler.settings
+        run_id = settings.get("TRAWL_RUN_ID") or uuid.uuid4().hex
+        self.jobdir = settings.get(RESUMABLE) or None
+        if self.jobdir:
+            run_id, resumed = run_id_for(self.jobdir, spider.name)
+            if resumed:
+                logger.info("%s: resuming run %s from %s", spider.name, run_id, self.jobdir)
+        job_id = settings.get(JOB_ID) or run_id
+        self.context = RunContext(
+            crawler=self.crawler, spider=spider, run_id=run_id, plugins=self.plugins, job_id=job_id
+        )
+        self.crawler.stats.set_value("trawl/run_id", run_id)
+        spider.run_context = self.context  # the spider reads done pages from it (resume)
+        self.plugins.hook.trawl_open(context=self.context)
+        try:
+            self._open_store(self.context)
+        except Exception as exc:  # noqa: BLE001 - any store failure ends the run in one line
+            self._fail_store("cannot open the store", exc)
+
+    def _open_store(self, context: RunContext) -> None:
+        uri = (context.settings.get("STORE_URI") or "").strip()
+        if not uri:
+            self.seen = SeenUrls()  # storing switched off: exports only
+            return
+        store = create_store(uri, context, self.plugins)
+        if self.jobdir and not isinstance(store, ResumableStore):
+            raise TrawlUsageError(
+                f"the store {type(store).__name__} keeps no page ledger: JOBDIR cannot resume"
+            )
+        store.open()
+        self.store = context.store = store
+        if self.jobdir:
+            # Pages this run stored before it was stopped: a resumed crawl skips them.
+            context.done_pages = store.done_pages(context.source)  # type: ignore[attr-defined]
+
+    def close_spider(self, spider: Spider | None = None) -> None:
+        context = self.context
+        if context is None:
+            return
+        reason = self.crawler.stats.get_value("finish_reason") or "finished"
+        if self.jobdir and run_outcome(self.crawler.stats.get_stats(), reason) == COMPLETE:
+            mark_finished(self.jobdir, context.source, context.run_id)
+        try:
+            if self.store is not None:
+                self.store.close(reason)
+        finally:
+            self.store = context.store = None
+            self.plugins.hook.trawl_close(context=context, reason=reason)
+            self.context = None
+
+    async def process_item(self, item: object, spider: Spider | None = None) -> object:
+        if not isinstance(item, Batch):
+            return item
+        if self.coalescer is not None and self.coalescer.holds(item):
+            return await self.coalescer.add(item)
+        return await self._run(item)
+
+    async def _run(self, item: Batch) -> Batch:
+        """One batch (perhaps several pages coalesced) through the hooks and into the store."""
+        context = self.context
+        assert context is not None
+        stats = context.stats
+        hook = self.plugins.hook
+        if item.kind == "capture":
+            stats.inc_value("trawl/captures", len(item))
+        hook.trawl_normalize_batch(batch=item, context=context)
+        keep = _combine(hook.trawl_filter_batch(batch=item, context=context))
+        if keep is not None:
+            item.select(keep)
+        deduped: Batch | None = hook.trawl_dedup_batch(batch=item, context=context)
+        batch = item if deduped is None else deduped
+        if self.store_failed:
+            raise DropItem("the store failed earlier in this run")
+        try:
+            new = await self._store(batch)
+        except PartlyStored:
+            raise  # the coalescer writes its pages one by one
+        except Exception as exc:  # noqa: BLE001
+            self._fail_store(f"cannot write {len(batch)} records of {item.source} {item.page}", exc)
+            raise DropItem("not stored") from None
+        if isinstance(batch, UrlBatch):
+            repeats = int(batch.frame.get_column("repeat").sum())
+            if repeats:
+                stats.inc_value("trawl/duplicates", repeats)
+            stats.inc_value("trawl/urls_new", new)
+            stats.inc_value("trawl/urls_unique", len(batch) - repeats)
+            if getattr(context.spider, "new_only", False):
+                # -a new_only=true: the exports get only the URLs the store did not know.
+                batch.frame = batch.frame.filter(pl.col("new"))
+        return batch
+
+    async def _store(self, batch: Batch) -> int:
+        store = self.store
+        if store is None:
+            if isinstance(batch, UrlBatch) and self.seen is not None:
+                seen = self.seen.add(batch.frame.get_column("url"))
+                batch.frame = batch.frame.with_columns(seen.alias("repeat"), (~seen).alias("new"))
+                return 0
+            return 0
+        if batch.kind not in store.kinds:
+            return 0
+        if isinstance(store, AsyncWritingStore):
+            # The reactor goes on with other pages while a cluster answers.
+            return await store.write_batch_async(batch)
+        return store.write_batch(batch)
+
+    def _fail_store(self, what: str, exc: Exception) -> None:
+        """One error line, then stop: pages fetched past this point would be lost.
+
+        Everything committed before stays; a rerun fetches the rest.
+        """
+        self.store_failed = True
+        stats = self.crawler.stats
+        stats.inc_value("trawl/errors")
+        stats.inc_value("trawl/errors/store")
+        logger.error(
+            "store: %s: %s; stopping the crawl (rerun to complete it)",
+            what,
+            exc,
+            extra={"spider": self.crawler.spider},  # this source's error, not its neighbours'
+        )
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            deferred_from_coro(engine.close_spider_async(reason="store_error"))
+
+
+def _combine(masks: list[Mask | None]) -> Mask | None:
+    """AND the keep-masks of every filter; ``None`` when no filter dropped anything."""
+    present = [m for m in masks if m is not None]
+    if not present:
+        return None
+    if any(isinstance(m, pl.Expr) for m in present):
+        present = [m if isinstance(m, pl.Expr) else pl.lit(m) for m in present]
+    return reduce(lambda a, b: a & b, present)

@@ -1,1 +1,0 @@
-"""Scrapy item pipelines. One drives every trawl plugin: see ``plugins.PluginPipeline``."""

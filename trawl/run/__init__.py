@@ -1,0 +1,1 @@
+"""A run from start to end: crawl all, progress, logs, error attribution, outcome, summary, reports."""

@@ -1,0 +1,193 @@
+"""``scrapy crawl all``: every selected source at once, in one process.
+
+Each source runs as its own Scrapy crawler on the shared reactor, with its own
+engine, downloader slots, retries and stats, so one that fails (unreachable,
+blocked, 5xx after retries, malformed answers) neither stops nor slows the
+others. All of them write to the same store, which merges provenance: a URL
+three sources report is one row listing three.
+
+Exports (``-o``) are written once every source has finished, from the store
+(:mod:`trawl.exports.from_store`): one line per URL with its merged provenance,
+which per-crawler feed exports could not give.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+
+from trawl.errors import TrawlUsageError
+from trawl.politeness.rates import format_duration, parse_rate
+from trawl.run.failcause import estimate_unknown
+from trawl.run.jobdir import JOB_ID, RESUMABLE
+from trawl.run.outcome import COMPLETE, SKIPPED_NO_KEY, error_count
+from trawl.sources.arguments import split_list
+from trawl.sources.base import COMMON_ARGUMENTS, FILTER_ARGUMENTS
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler, CrawlerProcess
+    from scrapy.settings import Settings
+
+ALL = "all"
+SELECTION_ARGUMENTS = frozenset({"sources", "exclude"})
+
+
+@dataclass
+class SourceRun:
+    name: str
+    crawler: Crawler
+    explicit: bool
+    started: float = 0.0
+    finished: float = 0.0
+
+    def stat(self, key: str, default: Any = 0) -> Any:
+        stats = self.crawler.stats
+        return stats.get_value(key, default) if stats is not None else default
+
+    def mark_finished(self) -> None:
+        self.finished = time.monotonic()
+
+    @property
+    def outcome(self) -> str:
+        return self.stat("trawl/outcome", "failed") or "failed"
+
+    @property
+    def run_id(self) -> str | None:
+        return self.stat("trawl/run_id", None) or None
+
+    @property
+    def errors(self) -> int:
+        """This source's errors: its own, not those other sources logged in the process."""
+        stats = self.crawler.stats
+        return error_count(stats.get_stats()) if stats is not None else 0
+
+    @property
+    def ok(self) -> bool:
+        """Counts as done for the exit status: complete, or skipped without being asked for."""
+        return self.outcome == COMPLETE or (self.outcome == SKIPPED_NO_KEY and not self.explicit)
+
+
+def select_sources(available: list[str], arguments: Mapping[str, Any]) -> tuple[list[str], bool]:
+    """Sources to run, and whether the user named them."""
+    known = [name for name in available if name != ALL]
+    chosen = split_list(arguments.get("sources"))
+    excluded = split_list(arguments.get("exclude"))
+    for name in chosen + excluded:
+        if name not in known:
+            raise TrawlUsageError(f"unknown source {name!r} (known: {', '.join(sorted(known))})")
+    selected = [name for name in (chosen or known) if name not in excluded]
+    if not selected:
+        raise TrawlUsageError("no source left to run (check -a sources= and -a exclude=)")
+    return selected, bool(chosen)
+
+
+def arguments_for(spidercls: Any, arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments a source accepts, out of everything given to ``all``."""
+    accepted = COMMON_ARGUMENTS | FILTER_ARGUMENTS | getattr(spidercls, "extra_arguments", frozenset())
+    return {k: v for k, v in arguments.items() if k.lower() in accepted}
+
+
+def check_unused(spiderclasses: list[Any], arguments: Mapping[str, Any]) -> None:
+    accepted = set(COMMON_ARGUMENTS | FILTER_ARGUMENTS | SELECTION_ARGUMENTS)
+    for spidercls in spiderclasses:
+        accepted |= getattr(spidercls, "extra_arguments", frozenset())
+    unknown = sorted(k for k in arguments if k.lower() not in accepted)
+    if unknown:
+        raise TrawlUsageError(f"no selected source takes -a {unknown[0]}=")
+
+
+def start_all(
+    process: CrawlerProcess, settings: Settings, arguments: Mapping[str, Any], job_id: str = ""
+) -> list[SourceRun]:
+    """Validate everything, then schedule one crawler per source (not started yet).
+
+    Every source's run is recorded under ``job_id``: what ``trawl report new
+    --since last`` reads as "the last crawl" (one job, several runs).
+    """
+    loader = process.spider_loader
+    names, explicit = select_sources(loader.list(), arguments)
+    classes = [loader.load(name) for name in names]
+    check_unused(classes, arguments)
+    for spidercls in classes:
+        spidercls.check_arguments(settings, arguments_for(spidercls, arguments))
+    runs = []
+    for name, spidercls in zip(names, classes, strict=True):
+        crawler = process.create_crawler(spidercls)
+        # Exported from the store at the end; a priority above the runner's (crawl() merges it in).
+        crawler.settings.set("FEEDS", {}, priority=100)
+        use_trawl_jobdir(crawler.settings)
+        if job_id:
+            crawler.settings.set(JOB_ID, job_id, priority=100)
+        run = SourceRun(name, crawler, explicit)
+        run.started = time.monotonic()
+        crawler.signals.connect(run.mark_finished, signal=signals.spider_closed)
+        process.crawl(crawler, **arguments_for(spidercls, arguments))
+        runs.append(run)
+    return runs
+
+
+def summary_table(runs: list[SourceRun], settings: Settings, check_only: bool) -> str:
+    """The per-source table printed at the end of ``scrapy crawl all``."""
+    if check_only:
+        header = ("source", "requests", "estimated duration", "state")
+        rows = [(r.name, _estimate_requests(r), _estimate_duration(r, settings), r.outcome) for r in runs]
+    else:
+        header = ("source", "requests", "pages", "URLs", "new URLs", "errors", "duration", "state")
+        rows = [
+            (
+                r.name,
+                f"{r.stat('downloader/request_count'):,}",
+                f"{r.stat('trawl/pages'):,}",
+                f"{r.stat('trawl/urls_unique'):,}",
+                f"{r.stat('trawl/urls_new'):,}",
+                f"{r.errors:,}",
+                f"{max(r.finished - r.started, 0):.1f} s",
+                r.outcome,
+            )
+            for r in runs
+        ]
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    lines = [
+        "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)) for row in [header, *rows]
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def use_trawl_jobdir(settings: Settings) -> None:
+    """``-s JOBDIR=`` resumes through trawl's page ledger, not Scrapy's request queue.
+
+    See :mod:`trawl.run.jobdir`: Scrapy's queue would lose the requests in flight at
+    a kill. Set at a priority above the runner's, which ``crawl()`` merges in.
+    """
+    jobdir = settings.get("JOBDIR")
+    if jobdir:
+        settings.set(RESUMABLE, jobdir, priority=100)
+        settings.set("JOBDIR", None, priority=100)
+
+
+def _estimate_requests(run: SourceRun) -> str:
+    """The requests a full run would make; ``unknown (HTTP 503)`` when the count failed."""
+    if run.outcome == SKIPPED_NO_KEY:
+        return "-"
+    unknown = estimate_unknown(run.crawler.stats.get_stats()) if run.crawler.stats is not None else None
+    if unknown is not None:
+        return unknown
+    return f"{run.stat('trawl/estimate/requests'):,}"
+
+
+def _estimate_duration(run: SourceRun, settings: Settings) -> str:
+    if run.outcome == SKIPPED_NO_KEY or _estimate_requests(run).startswith("unknown"):
+        return "-"
+    requests = run.stat("trawl/estimate/requests")
+    limit = settings.getdict("RATE_LIMITS").get(run.name)
+    if not limit:
+        return "-"
+    count, period = parse_rate(limit)
+    # The first window's budget goes at once; every further request waits its share.
+    seconds = max(0, requests - count) * period / count
+    return format_duration(seconds)

@@ -1,0 +1,197 @@
+"""A progress line at a steady interval, and a summary when a crawl ends.
+
+Scrapy's LogStats counts responses and items; for trawl a response is a CDX
+page and an item a batch of thousands, so neither says how far a crawl is.
+This line does: pages done of pages known, captures read, unique and new URLs,
+and the capture rate since the previous line. When the rate is low it says
+why: the source is paused (a Retry-After, a 429, a ban), waits on its budget
+(``waiting on rate limit (60/60s) until 08:31:05``), or waits on answers that
+do not come (``waiting 95 s on 4 requests to web.archive.org``, and the
+timeouts so far); without that, a stalled run printed 49 identical lines saying
+"0 errors" for 8 minutes (issue 9).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import NotConfigured
+from twisted.internet import task
+
+from trawl.politeness.gate import SourceLimiter, existing_limiter
+from trawl.politeness.inflight import in_flight
+from trawl.politeness.rates import format_duration, parse_rate
+from trawl.run.counts import counted
+from trawl.run.failcause import estimate_unknown
+from trawl.run.outcome import error_count, run_outcome
+from trawl.run.secrets import install_redaction
+
+if TYPE_CHECKING:
+    from scrapy import Spider
+    from scrapy.crawler import Crawler
+
+
+def _n(value: Any) -> str:
+    return f"{int(value or 0):,}"
+
+
+def _clock(epoch: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(epoch))
+
+
+class Progress:
+    """Logs progress every ``PROGRESS_INTERVAL`` seconds and a summary at the end."""
+
+    def __init__(self, crawler: Crawler, interval: float) -> None:
+        self.crawler = crawler
+        self.interval = interval
+        self.stall_after = crawler.settings.getfloat("PROGRESS_STALL_AFTER")
+        self.loop: task.LoopingCall | None = None
+        self.started = time.monotonic()
+        self.last_time = self.started
+        self.last_captures = 0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Progress:
+        interval = crawler.settings.getfloat("PROGRESS_INTERVAL")
+        if interval < 0:
+            raise NotConfigured
+        extension = cls(crawler, interval)
+        crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
+        return extension
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        assert self.crawler.stats is not None
+        return self.crawler.stats.get_stats()
+
+    def spider_opened(self, spider: Spider) -> None:
+        install_redaction()  # Scrapy's log handlers exist by now
+        self.started = self.last_time = time.monotonic()
+        if self.interval > 0:
+            self.loop = task.LoopingCall(self.log_progress, spider)
+            self.loop.start(self.interval, now=False)
+
+    def log_progress(self, spider: Spider) -> None:
+        stats = self.stats
+        now = time.monotonic()
+        captures = stats.get("trawl/captures", 0)
+        rate = (captures - self.last_captures) / max(now - self.last_time, 1e-9)
+        self.last_time, self.last_captures = now, captures
+        total = stats.get("trawl/pages_total")
+        pages = f"{_n(stats.get('trawl/pages'))}/{_n(total) if total is not None else '?'}"
+        limiter = existing_limiter(spider.name)
+        speed = f"{_n(rate)} captures/s"
+        held = limiter.holdup() if limiter is not None else None
+        if held is not None and int(rate) == 0:
+            speed = f"waiting on rate limit ({limiter.budget}) until {_clock(held)}"  # type: ignore[union-attr]
+        fields = [
+            f"pages {pages}",
+            counted(stats.get("downloader/request_count"), "request"),
+            counted(captures, "capture"),
+            counted(stats.get("trawl/urls_unique"), "unique URL"),
+            f"{_n(stats.get('trawl/urls_new'))} new",
+            speed,
+            counted(stats.get("trawl/errors"), "error"),
+        ]
+        if stats.get("trawl/timeouts"):
+            fields.append(counted(stats["trawl/timeouts"], "timeout"))
+        spider.logger.info(
+            "%s: %s%s%s%s",
+            spider.name,
+            " | ".join(fields),
+            self.pause_note(spider),
+            self.gate_note(limiter),
+            self.stall_note(),
+        )
+
+    def pause_note(self, spider: Spider) -> str:
+        """ " | paused until 12:00:30 (HTTP 429, Retry-After)" while the source waits."""
+        limiter = existing_limiter(spider.name)
+        if limiter is None or limiter.paused_until <= time.time():
+            return ""
+        return f" | paused until {_clock(limiter.paused_until)} ({limiter.pause_reason})"
+
+    @staticmethod
+    def gate_note(limiter: SourceLimiter | None) -> str:
+        """ " | waited 2.0 min, budget 15/60s" once the source was paused or its budget cut."""
+        if limiter is None:
+            return ""
+        parts = []
+        if limiter.waited() >= 1:
+            parts.append(f"waited {format_duration(limiter.waited())}")
+        if (limiter.requests, limiter.concurrency) != (limiter.base_requests, limiter.base_concurrency):
+            parts.append(f"budget {limiter.budget}, {limiter.concurrency} at a time")
+        return f" | {', '.join(parts)}" if parts else ""
+
+    def stall_note(self) -> str:
+        """ " | waiting 95 s on 4 requests to web.archive.org" past ``PROGRESS_STALL_AFTER``."""
+        if self.stall_after <= 0:
+            return ""
+        stalled = in_flight(self.crawler).stalled(self.stall_after)
+        if stalled is None:
+            return ""
+        age, count, hosts = stalled
+        return f" | waiting {age:.0f} s on {counted(count, 'request')} to {', '.join(hosts)}"
+
+    def log_estimate(self, spider: Spider, stats: dict[str, Any]) -> None:
+        """check_only: how many requests a full run would make, and how long they take."""
+        unknown = estimate_unknown(stats)
+        if unknown is not None:
+            spider.logger.info("%s: check only: the number of requests is %s", spider.name, unknown)
+            return
+        requests = int(stats.get("trawl/estimate/requests", 0))
+        limit = self.crawler.settings.getdict("RATE_LIMITS").get(spider.name)
+        duration = ""
+        if limit:
+            count, period = parse_rate(limit)
+            duration = f", about {format_duration(max(0, requests - count) * period / count)} at {limit}"
+        spider.logger.info(
+            "%s: check only: a full run would make %s%s", spider.name, counted(requests, "request"), duration
+        )
+
+    def spider_closed(self, spider: Spider, reason: str) -> None:
+        if self.loop is not None and self.loop.running:
+            self.loop.stop()
+        stats = self.stats
+        outcome = run_outcome(stats, reason)
+        assert self.crawler.stats is not None
+        self.crawler.stats.set_value("trawl/outcome", outcome)
+        if getattr(spider, "check_only", False):
+            self.log_estimate(spider, stats)
+        elapsed = time.monotonic() - self.started
+        filtered = sum(v for k, v in stats.items() if k.startswith("trawl/filtered/"))
+        captures = stats.get("trawl/captures", 0)
+        spider.logger.info(
+            "%s: %s (%s) in %.1f s: %s, %s, %s seen, %s unique, %s new this run, %s dropped, "
+            "%s filtered, %s, %s captures/s%s",
+            spider.name,
+            outcome,
+            reason,
+            elapsed,
+            counted(stats.get("downloader/request_count"), "request"),
+            counted(stats.get("trawl/pages"), "page"),
+            counted(captures, "URL"),
+            _n(stats.get("trawl/urls_unique")),
+            _n(stats.get("trawl/urls_new")),
+            counted(stats.get("trawl/duplicates"), "duplicate"),
+            _n(filtered),
+            counted(error_count(stats), "error"),
+            _n(captures / elapsed if elapsed > 0 else 0),
+            self.wait_summary(existing_limiter(spider.name), stats),
+        )
+
+    @staticmethod
+    def wait_summary(limiter: SourceLimiter | None, stats: dict[str, Any]) -> str:
+        """ "; waited 2.0 min in 3 pauses (1 ban), finished at 15/60s, 1 at a time" when it applies."""
+        if limiter is None or (limiter.paused_total <= 0 and limiter.requests == limiter.base_requests):
+            return ""
+        bans = int(stats.get("trawl/bans", 0))
+        ban = f" ({counted(bans, 'ban')})" if bans else ""
+        return (
+            f"; waited {format_duration(limiter.waited())} in {counted(limiter.pauses, 'pause')}{ban}, "
+            f"finished at {limiter.budget}, {limiter.concurrency} at a time"
+        )

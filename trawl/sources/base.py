@@ -1,0 +1,316 @@
+"""What every trawl source spider shares: arguments, scope, filters, failures.
+
+Arguments and settings (:mod:`trawl.validation`) are validated twice on
+purpose: by ``scrapy crawl`` before the reactor starts (so bad input is one
+line and exit status 2, not a traceback), and again when the spider is built,
+for runs that bypass the command (scrapyd, ``CrawlerProcess``): raising there
+stops the crawler before its first request, so a bad politeness setting cannot
+let requests out ungated.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+import orjson
+import scrapy
+from scrapy.http import Response
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.python.failure import Failure
+
+from trawl.errors import TrawlUsageError
+from trawl.pipeline.filters import FilterConfig, build_filter_config
+from trawl.politeness.bans import block_reason
+from trawl.politeness.gate import sleep
+from trawl.politeness.retryrule import backoff_retry, retry_budget
+from trawl.run.counts import counted
+from trawl.run.secrets import redact
+from trawl.sources.arguments import parse_bool, parse_int
+from trawl.sources.keys import KeyRing, read_keys
+from trawl.sources.target import Target, parse_target
+from trawl.validation import validate_settings
+
+#: Arguments every source accepts, beyond the filter names.
+COMMON_ARGUMENTS = frozenset(
+    {
+        "domain",
+        "subs",
+        "filters",
+        "config",
+        "from_date",
+        "to_date",
+        "keywords_only",
+        "limit_requests",
+        "check_only",
+        "new_only",
+    }
+)
+
+#: The waymore filter lists, each settable with ``-a name=``.
+FILTER_ARGUMENTS = frozenset(
+    {"filter_code", "filter_mime", "filter_url", "filter_keywords", "match_code", "match_mime"}
+)
+
+
+def json_error_text(
+    body: bytes, fields: tuple[str, ...] = ("detail", "error", "message", "description")
+) -> str:
+    """The human part of a JSON error body (its text fields, joined), cut short for a log line."""
+    try:
+        data = orjson.loads(body)
+    except ValueError:
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    parts = [data[name] for name in fields if isinstance(data.get(name), str) and data[name]]
+    return " - ".join(parts)[:300]
+
+
+class SourceSpider(scrapy.Spider):
+    """Base class of the spiders that collect URLs for a domain from one source."""
+
+    #: Setting that holds this source's base URL (e.g. ``WAYBACK_BASE_URL``).
+    base_url_setting: ClassVar[str] = ""
+    #: Extra ``-a`` arguments this source accepts.
+    extra_arguments: ClassVar[frozenset[str]] = frozenset()
+    #: Setting / environment variable holding this source's API key(s), if any.
+    api_key_setting: ClassVar[str] = ""
+    #: Without a key the source is skipped (one warning line), not failed.
+    api_key_required: ClassVar[bool] = False
+
+    target: Target
+    filters: FilterConfig
+    limit_requests: int
+    base_url: str
+    keys: KeyRing
+    #: Why this source will not run (e.g. no API key); ``None`` if it will.
+    skip_reason: str | None = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.arguments: dict[str, Any] = {k: v for k, v in kwargs.items() if k not in ("name", "_job")}
+
+    @classmethod
+    def update_settings(cls, settings: Any) -> None:
+        """This source's ``SOURCE_DOWNLOAD_TIMEOUT`` becomes its ``DOWNLOAD_TIMEOUT``.
+
+        A CDX page can take a minute to come; an OTX or urlscan page that has not
+        come in 30 s will not (issue 9: 4 x 120 s waits on a server that never
+        answered). The per-source value wins over the project's
+        ``DOWNLOAD_TIMEOUT``; a ``DOWNLOAD_TIMEOUT`` given on the command line
+        wins over the per-source defaults, unless ``SOURCE_DOWNLOAD_TIMEOUT``
+        was given there too.
+        """
+        super().update_settings(settings)
+        timeouts = settings.getdict("SOURCE_DOWNLOAD_TIMEOUT")
+        if cls.name in timeouts:
+            priority = max(settings.getpriority("SOURCE_DOWNLOAD_TIMEOUT") or 0, 30)  # 30: "spider"
+            settings.set("DOWNLOAD_TIMEOUT", float(timeouts[cls.name]), priority=priority)
+
+    @classmethod
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> SourceSpider:
+        validate_settings(crawler.settings)
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        spider.configure(crawler.settings, spider.arguments)
+        return spider
+
+    # --- arguments ---------------------------------------------------------------------
+
+    @classmethod
+    def check_arguments(cls, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
+        """Raise :class:`TrawlUsageError` if the arguments cannot work."""
+        probe = cls.__new__(cls)
+        probe.configure(settings, arguments)
+
+    def configure(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
+        known = COMMON_ARGUMENTS | self.extra_arguments
+        filter_names = FILTER_ARGUMENTS
+        unknown = sorted(k for k in arguments if k.lower() not in known | filter_names)
+        if unknown:
+            raise TrawlUsageError(
+                f"unknown argument for the {self.name} source: -a {unknown[0]}= "
+                f"(known: {', '.join(sorted(known | filter_names))})"
+            )
+        subs = parse_bool("subs", arguments.get("subs", True))
+        self.target = parse_target(arguments.get("domain"), include_subdomains=subs)
+        self.filters = build_filter_config(settings, arguments)
+        self.limit_requests = parse_int("limit_requests", arguments.get("limit_requests", 0))
+        self.check_only = parse_bool("check_only", arguments.get("check_only", False))
+        self.new_only = parse_bool("new_only", arguments.get("new_only", False))
+        if self.new_only and not str(settings.get("STORE_URI") or "").strip():
+            raise TrawlUsageError(
+                "-a new_only=true exports the URLs the store did not know: it needs a store (STORE_URI)"
+            )
+        if self.base_url_setting:
+            self.base_url = self._read_base_url(settings)
+        self.keys = KeyRing(read_keys(settings, self.api_key_setting) if self.api_key_setting else [])
+        self.skip_reason = None
+        if self.api_key_required and not self.keys.keys:
+            self.skip_reason = f"no API key (set {self.api_key_setting} as a setting or environment variable)"
+
+    def _read_base_url(self, settings: Mapping[str, Any]) -> str:
+        raw = str(settings.get(self.base_url_setting) or "").strip()
+        parts = urlsplit(raw)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise TrawlUsageError(f"{self.base_url_setting} must be an http(s) URL, got {raw!r}")
+        return raw.rstrip("/")
+
+    def log_target(self) -> None:
+        for note in self.target.notes:
+            self.logger.info("%s: %s", self.name, note)
+
+    def page_done(self, key: str) -> int | None:
+        """Rows of a page this run stored before it was stopped (resume), or ``None``.
+
+        The store's page ledger is read once at the start (``run_context`` is set
+        by the pipeline); pages are keyed as the spider names them in batches.
+        """
+        context = getattr(self, "run_context", None)
+        if context is None:
+            return None
+        rows = context.done_pages.get(key)
+        if rows is not None:
+            self.crawler.stats.inc_value("trawl/pages_resumed")
+        return rows
+
+    def should_skip(self) -> bool:
+        """Log once and record why this source does nothing, if it cannot run."""
+        if self.skip_reason is None:
+            return False
+        self.logger.warning("%s: skipped: %s", self.name, self.skip_reason)
+        self.crawler.stats.set_value("trawl/skipped", self.skip_reason)
+        return True
+
+    # --- request budget and waiting -----------------------------------------------------
+
+    page_requests: int = 0
+    limit_logged: bool = False
+
+    def take_request(self) -> bool:
+        """Count one data request against ``limit_requests``; False once it is spent.
+
+        The first refusal says, once, that the results are partial by request.
+        """
+        if self.limit_requests and self.page_requests >= self.limit_requests:
+            if not self.limit_logged:
+                self.limit_logged = True
+                self.logger.warning(
+                    "%s: stopping at limit_requests=%d page requests; the results are partial",
+                    self.name,
+                    self.limit_requests,
+                )
+                self.crawler.stats.set_value("trawl/limited", True)
+            return False
+        self.page_requests += 1
+        return True
+
+    @staticmethod
+    async def wait(seconds: float) -> None:
+        """Wait without blocking the reactor (from an async callback): other
+        requests and the progress line go on meanwhile."""
+        if seconds > 0:
+            await maybe_deferred_to_future(sleep(seconds))
+
+    # --- check only --------------------------------------------------------------------
+
+    def report_estimate(self, requests: int) -> None:
+        """In ``check_only`` mode: add to the requests a full run would make.
+
+        Call it from the callbacks of the cheap counting requests (CDX
+        ``showNumPages``, OTX ``full_size``...); the summary turns the total into
+        an estimated duration under the source's rate limit.
+        """
+        self.crawler.stats.inc_value("trawl/estimate/requests", requests)
+
+    # --- outcomes ----------------------------------------------------------------------
+
+    def record_error(self, kind: str, message: str, *args: Any) -> None:
+        """One ERROR line, counted; the run's exit status becomes non-zero."""
+        self.logger.error(f"{self.name}: {message}", *args)
+        stats = self.crawler.stats
+        stats.inc_value("trawl/errors")
+        stats.inc_value(f"trawl/errors/{kind}")
+
+    def retry_bad_body(self, response: Response, message: str, *args: Any) -> scrapy.Request | None:
+        """An answer whose body does not parse: the request again, after the same backoff and
+        within the same budget as a 5xx (trawl.politeness.retryrule), or ``None`` once that is spent,
+        after one ERROR line (``...; gave up after 3 retries``): the run is partial.
+
+        ``message`` says what could not be read (``"page 12: unreadable JSON (%d bytes)"``).
+        """
+        stats = self.crawler.stats
+        stats.inc_value("trawl/bad_bodies")
+        retry = backoff_retry(self.crawler, response.request, "bad body")
+        text = message % args if args else message
+        if retry is not None:
+            self.logger.warning(
+                "%s: %s; retry %d of %d",
+                self.name,
+                text,
+                retry.meta["retry_times"],
+                retry_budget(self.crawler, retry),
+            )
+            return retry
+        tries = response.meta.get("retry_times", 0)
+        self.record_error("malformed", "%s; gave up after %s", text, counted(tries, "retry"))
+        return None
+
+    def record_blocked(self, message: str) -> None:
+        self.crawler.stats.set_value("trawl/blocked", True)
+        self.record_error("blocked", message)
+
+    def on_request_error(self, failure: Failure) -> None:
+        """Errback: the upstream could not be reached (after Scrapy's retries)."""
+        request = failure.request  # type: ignore[attr-defined]
+        response = getattr(failure.value, "response", None)
+        if response is not None:
+            self.record_error("http", "HTTP %s from %s", response.status, self.describe_url(request.url))
+            return
+        self.record_error(
+            "unreachable",
+            "cannot reach %s: %s",
+            self.describe_url(request.url),
+            failure.getErrorMessage() or failure.type.__name__,
+        )
+
+    def describe_url(self, url: str) -> str:
+        """The URL as it may appear in a log line: any key in it masked."""
+        return redact(url)
+
+    def reject_html(
+        self, response: Response, what: str, expected: str = "data", sender: str = "the server"
+    ) -> bool:
+        """An HTML page where ``expected`` was due: report it (blocked, HTTP error or
+        HTML error page) in one line and return True; False for anything else."""
+        if not self.looks_like_html(response):
+            return False
+        if self.report_block_page(response):
+            return True
+        if response.status != 200:
+            self.record_error("http", "HTTP %d for %s (an HTML page)", response.status, what)
+        else:
+            self.record_error("html", "%s: %s sent an HTML page instead of %s", what, sender, expected)
+        return True
+
+    def report_block_page(self, response: Response) -> bool:
+        """A captcha / WAF / access-denied page: blocked, not "no URLs"."""
+        reason = block_reason(response) if self.looks_like_html(response) else None
+        if reason is None:
+            return False
+        self.record_blocked(
+            f"{self.describe_url(response.url)} answered with a block page ({reason}), "
+            "not with data: this is not an empty result"
+        )
+        return True
+
+    @staticmethod
+    def looks_like_html(response: Response) -> bool:
+        """An HTML page where data was expected: error pages served with 200."""
+        head = response.body[:512].lstrip().lower()
+        return head.startswith((b"<!doctype", b"<html", b"<head", b"<body", b"<?xml", b"<"))
+
+
+logger = logging.getLogger(__name__)
