@@ -69,8 +69,15 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 #: switched off; ``STORE_URI`` empty means no store). The one place to change the set.
 ESSENTIAL_PLUGINS: frozenset[str] = frozenset({"normalizer", "dedup"})
 
-#: Built-ins whose module name is not their plugin name.
-_BUILTIN_NAMES = {"trawl.stores.sqlite": "sqlite_store", "trawl.stores.elasticsearch": "elasticsearch_store"}
+#: Built-ins whose module name is not their plugin name. The names are what users
+#: type in ``TRAWL_PLUGINS_DISABLED`` and read in ``trawl plugins``: they stayed when
+#: the modules moved into folders by concern.
+_BUILTIN_NAMES = {
+    "trawl.stores.sqlite": "sqlite_store",
+    "trawl.stores.elasticsearch": "elasticsearch_store",
+    "trawl.pipeline.builtins.normalize": "normalizer",
+    "trawl.sources.builtin": "sources",
+}
 
 _OWN_PACKAGE = PROJECT + "."
 
