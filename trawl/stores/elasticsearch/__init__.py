@@ -11,9 +11,11 @@
 * :mod:`.search`: ``scrapy search``;
 * :mod:`.store`: :class:`ElasticsearchStore`, the contract's every Protocol.
 
-Registered like any third-party store: ``trawl_register_stores`` under the
-``trawl`` entry-point group. The ``elasticsearch`` client is imported only when
-a store talks to a cluster, not when this plugin is loaded.
+Registered in code, as every built-in is (``DEFAULT_PLUGINS`` in
+:mod:`trawl.pipeline.manager`), through the same ``trawl_register_stores`` hook
+a third-party store implements. The ``elasticsearch`` client is imported only
+when a store talks to a cluster, not when this plugin is loaded. Users' guide:
+docs/elasticsearch.md.
 """
 
 from __future__ import annotations
