@@ -91,8 +91,9 @@ def copy(batch: UrlBatch) -> UrlBatch:
 
 def open_store(uri: str, prefix: str, run_id: str) -> ElasticsearchStore:
     crawler = SimpleNamespace(settings=es_settings(ELASTICSEARCH_INDEX_PREFIX=prefix), stats=_Stats())
-    spider = SimpleNamespace(name="wayback", target=SimpleNamespace(domain="example.com"))
-    context = RunContext(crawler=crawler, spider=spider, run_id=run_id, plugins=None)  # type: ignore[arg-type]
+    spider = SimpleNamespace(name="wayback")
+    inputs = {"target": SimpleNamespace(domain="example.com")}
+    context = RunContext(crawler=crawler, spider=spider, run_id=run_id, plugins=None, inputs=inputs)  # type: ignore[arg-type]
     store = ElasticsearchStore(uri, context)
     store.open()
     return store

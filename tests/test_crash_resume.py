@@ -192,8 +192,10 @@ _DIE_IN_TRANSACTION = textwrap.dedent(
 
     settings = Settings({"SQLITE_SYNCHRONOUS": "NORMAL", "SQLITE_CACHE_MB": 1})
     crawler = SimpleNamespace(settings=settings, stats=SimpleNamespace(get_stats=dict))
-    spider = SimpleNamespace(name="wayback", target=SimpleNamespace(domain="example.com"))
-    store = SqliteStore("sqlite:///" + sys.argv[1], RunContext(crawler, spider, "killed", None))
+    spider = SimpleNamespace(name="wayback")
+    inputs = {"target": SimpleNamespace(domain="example.com")}
+    context = RunContext(crawler, spider, "killed", None, inputs=inputs)
+    store = SqliteStore("sqlite:///" + sys.argv[1], context)
     store.open()
     store.write_batch(batch(range(1000)))
 

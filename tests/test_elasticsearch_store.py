@@ -344,8 +344,9 @@ def open_store(
     crawler = SimpleNamespace(
         settings=es_settings(settings, ELASTICSEARCH_INDEX_PREFIX=prefix), stats=_Stats()
     )
-    spider = SimpleNamespace(name=source, target=SimpleNamespace(domain=DOMAIN))
-    context = RunContext(crawler=crawler, spider=spider, run_id=run_id, plugins=None)  # type: ignore[arg-type]
+    spider = SimpleNamespace(name=source)
+    inputs = {"target": SimpleNamespace(domain=DOMAIN)}
+    context = RunContext(crawler=crawler, spider=spider, run_id=run_id, plugins=None, inputs=inputs)  # type: ignore[arg-type]
     store = ElasticsearchStore(store_uri(url), context)
     store.open()
     return store

@@ -277,8 +277,9 @@ def merged() -> dict[str, Merged]:
 def _ctx(source: str, run_id: str, settings: dict[str, Any]) -> RunContext:
     stats = SimpleNamespace(values={}, get_stats=lambda: {}, inc_value=lambda *a, **k: None)
     crawler = SimpleNamespace(settings=Settings(settings), stats=stats)
-    spider = SimpleNamespace(name=source, target=SimpleNamespace(domain="example.com"))
-    return RunContext(crawler=crawler, spider=spider, run_id=run_id, plugins=None)  # type: ignore[arg-type]
+    spider = SimpleNamespace(name=source)
+    inputs = {"target": SimpleNamespace(domain="example.com")}
+    return RunContext(crawler=crawler, spider=spider, run_id=run_id, plugins=None, inputs=inputs)  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")

@@ -397,8 +397,9 @@ class _Stats:
 
 def open_store(db: Path, run_id: str, source: str = "wayback") -> SqliteStore:
     crawler = SimpleNamespace(settings=Settings({"SQLITE_SYNCHRONOUS": "NORMAL"}), stats=_Stats())
-    spider = SimpleNamespace(name=source, target=SimpleNamespace(domain=DOMAIN))
-    context = RunContext(crawler=crawler, spider=spider, run_id=run_id, plugins=None)  # type: ignore[arg-type]
+    spider = SimpleNamespace(name=source)
+    inputs = {"target": SimpleNamespace(domain=DOMAIN)}
+    context = RunContext(crawler=crawler, spider=spider, run_id=run_id, plugins=None, inputs=inputs)  # type: ignore[arg-type]
     store = SqliteStore(f"sqlite:///{db}", context)
     store.open()
     return store

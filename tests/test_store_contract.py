@@ -45,8 +45,10 @@ class _Stats:
 def _store(db: Path, run_id: str, source: str) -> SqliteStore:
     crawler = SimpleNamespace(settings=Settings({"SQLITE_SYNCHRONOUS": "NORMAL", "SQLITE_CACHE_MB": 4}),
                               stats=_Stats())  # fmt: skip
-    spider = SimpleNamespace(name=source, target=SimpleNamespace(domain=DOMAIN))
-    store = SqliteStore(f"sqlite:///{db}", RunContext(crawler, spider, run_id, None))  # type: ignore[arg-type]
+    context = RunContext(
+        crawler, SimpleNamespace(name=source), run_id, None, inputs={"target": SimpleNamespace(domain=DOMAIN)}
+    )  # type: ignore[arg-type]
+    store = SqliteStore(f"sqlite:///{db}", context)
     store.open()
     return store
 

@@ -112,6 +112,21 @@ def trawl_dedup_batch(batch: Batch, context: RunContext) -> Batch | None:
 
 
 @hookspec
+def trawl_batch_stored(batch: Batch, new: int, context: RunContext) -> None:
+    """The store has merged the batch (``context.store``; ``None``: no store): count it,
+    or trim it in place for the exports (``batch.frame = batch.frame.filter(...)``).
+
+    ``new`` is the number of records the store did not know. The store has set
+    the batch's ``new`` and ``repeat`` columns and merged values; what is left
+    in ``batch.frame`` after every implementation is what the exports write.
+    trawl's ``url_stats`` plugin counts URL batches (``trawl/urls_new``,
+    ``trawl/urls_unique``, ``trawl/duplicates``) and applies ``-a new_only=``:
+    the pipeline itself knows no record kind. Leave alone the kinds you do not
+    handle.
+    """
+
+
+@hookspec
 def trawl_close(context: RunContext, reason: str) -> None:
     """A crawl ends: release per-run state."""
 

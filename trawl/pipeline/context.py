@@ -12,16 +12,23 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from scrapy.statscollectors import StatsCollector
 
+    from trawl.pipeline.filters import FilterConfig
     from trawl.sources.target import Target
     from trawl.stores.contract import WritingStore
 
 
 @dataclass(eq=False)
 class RunContext:
-    """One crawl's view for plugins: its spider, settings, stats and state.
+    """One crawl's view for plugins: its source's inputs, settings, stats and state.
 
     Plugins are modules shared by every crawl in the process, so whatever a
     plugin remembers during a run lives in :attr:`state`, keyed by the plugin.
+
+    What a plugin reads about the run (the domain, the filters, ``new_only``)
+    is in :attr:`inputs`, not on the spider: the source hands it over once
+    (``Source.run_inputs``), so a hook for one record kind never depends on
+    the attributes of a spider class of that kind, and a source of another
+    kind carries its own inputs the same way.
     """
 
     crawler: Crawler
@@ -37,6 +44,9 @@ class RunContext:
     #: Pages this run stored before it was stopped (page key -> upstream rows):
     #: filled from the store's page ledger when a resumed crawl opens; spiders skip them.
     done_pages: dict[str, int] = field(default_factory=dict)
+    #: What the source's arguments say, parsed and checked, by name: what plugins read.
+    #: A URL source gives ``target``, ``filters`` and ``new_only`` (:class:`trawl.sources.base.SourceSpider`).
+    inputs: dict[str, Any] = field(default_factory=dict)
 
     @property
     def settings(self) -> BaseSettings:
@@ -53,5 +63,10 @@ class RunContext:
 
     @property
     def target(self) -> Target | None:
-        """The validated domain, for spiders that take one."""
-        return getattr(self.spider, "target", None)
+        """The validated domain and scope, for sources that take one (URL sources)."""
+        return self.inputs.get("target")
+
+    @property
+    def filters(self) -> FilterConfig | None:
+        """The waymore filters of a URL source's run; ``None`` for other kinds."""
+        return self.inputs.get("filters")

@@ -2,11 +2,17 @@
 
 normalize -> filter -> dedup, each a pluggy hook called once per batch, then
 the store that ``STORE_URI`` names (a class registered with
-``trawl_register_stores``, implementing :mod:`trawl.stores.contract`). What
-comes out is the :class:`~trawl.records.batches.UrlBatch` with the store's merged
-provenance, ``new`` and ``repeat`` columns, which the feed exporters flatten
-to one line per URL. Items that are not batches pass through untouched;
-batches of a kind no hook transforms go to the store as they are.
+``trawl_register_stores``, implementing :mod:`trawl.stores.contract`), then
+``trawl_batch_stored``. What comes out is the batch with the store's merged
+values, ``new`` and ``repeat`` columns, which the feed exporters flatten to one
+line per record. Items that are not batches pass through untouched; batches of
+a kind no hook transforms go to the store as they are.
+
+The pipeline knows no record kind: URL statistics, ``-a new_only=`` and the
+in-memory "seen" set of a run without a store belong to the URL plugin
+(:mod:`trawl.pipeline.builtins.dedup`), and what plugins read about the run
+(domain, filters) is in the run context's ``inputs``, which the source fills
+(``Source.run_inputs``). A second record kind travels the same path.
 
 Store writes run on the reactor thread, or are awaited when the store is an
 :class:`~trawl.stores.contract.AsyncWritingStore`. Handing SQLite writes to a
@@ -29,11 +35,10 @@ from trawl.errors import TrawlUsageError
 from trawl.pipeline.coalesce import Coalescer
 from trawl.pipeline.context import RunContext
 from trawl.pipeline.manager import plugin_manager_from_settings
-from trawl.pipeline.seen import SeenUrls
-from trawl.records.batches import Batch, Mask, UrlBatch
+from trawl.records.batches import Batch, Mask
 from trawl.run.jobdir import JOB_ID, RESUMABLE, mark_finished, run_id_for
 from trawl.run.outcome import COMPLETE, run_outcome
-from trawl.stores.contract import AsyncWritingStore, PartlyStored, ResumableStore, WritingStore
+from trawl.stores.contract import AsyncWritingStore, PartlyStored, ResumableStore, WritingStore, keeps
 from trawl.stores.registry import create_store
 
 logger = logging.getLogger(__name__)
@@ -52,7 +57,6 @@ class PluginPipeline:
         self.plugins = plugins
         self.context: RunContext | None = None
         self.store: WritingStore | None = None
-        self.seen: SeenUrls | None = None
         self.store_failed = False
         self.jobdir: str | None = None
         settings = crawler.settings
@@ -74,8 +78,14 @@ class PluginPipeline:
             if resumed:
                 logger.info("%s: resuming run %s from %s", spider.name, run_id, self.jobdir)
         job_id = settings.get(JOB_ID) or run_id
+        inputs = getattr(spider, "run_inputs", None)  # a project's own spider may have none
         self.context = RunContext(
-            crawler=self.crawler, spider=spider, run_id=run_id, plugins=self.plugins, job_id=job_id
+            crawler=self.crawler,
+            spider=spider,
+            run_id=run_id,
+            plugins=self.plugins,
+            job_id=job_id,
+            inputs=dict(inputs()) if inputs is not None else {},
         )
         self.crawler.stats.set_value("trawl/run_id", run_id)
         spider.run_context = self.context  # the spider reads done pages from it (resume)
@@ -88,8 +98,7 @@ class PluginPipeline:
     def _open_store(self, context: RunContext) -> None:
         uri = (context.settings.get("STORE_URI") or "").strip()
         if not uri:
-            self.seen = SeenUrls()  # storing switched off: exports only
-            return
+            return  # storing switched off: exports only
         store = create_store(uri, context, self.plugins)
         if self.jobdir and not isinstance(store, ResumableStore):
             raise TrawlUsageError(
@@ -127,10 +136,7 @@ class PluginPipeline:
         """One batch (perhaps several pages coalesced) through the hooks and into the store."""
         context = self.context
         assert context is not None
-        stats = context.stats
         hook = self.plugins.hook
-        if item.kind == "capture":
-            stats.inc_value("trawl/captures", len(item))
         hook.trawl_normalize_batch(batch=item, context=context)
         keep = _combine(hook.trawl_filter_batch(batch=item, context=context))
         if keep is not None:
@@ -146,26 +152,12 @@ class PluginPipeline:
         except Exception as exc:  # noqa: BLE001
             self._fail_store(f"cannot write {len(batch)} records of {item.source} {item.page}", exc)
             raise DropItem("not stored") from None
-        if isinstance(batch, UrlBatch):
-            repeats = int(batch.frame.get_column("repeat").sum())
-            if repeats:
-                stats.inc_value("trawl/duplicates", repeats)
-            stats.inc_value("trawl/urls_new", new)
-            stats.inc_value("trawl/urls_unique", len(batch) - repeats)
-            if getattr(context.spider, "new_only", False):
-                # -a new_only=true: the exports get only the URLs the store did not know.
-                batch.frame = batch.frame.filter(pl.col("new"))
+        hook.trawl_batch_stored(batch=batch, new=new, context=context)
         return batch
 
     async def _store(self, batch: Batch) -> int:
         store = self.store
-        if store is None:
-            if isinstance(batch, UrlBatch) and self.seen is not None:
-                seen = self.seen.add(batch.frame.get_column("url"))
-                batch.frame = batch.frame.with_columns(seen.alias("repeat"), (~seen).alias("new"))
-                return 0
-            return 0
-        if batch.kind not in store.kinds:
+        if store is None or not keeps(store, batch):
             return 0
         if isinstance(store, AsyncWritingStore):
             # The reactor goes on with other pages while a cluster answers.

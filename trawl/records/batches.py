@@ -9,7 +9,10 @@ and aggregates in ~0.6 s where per-row Python took ~4.5 s (issue 8).
 
 Every batch has a ``kind`` (``"capture"``, ``"url"``; crates.io records
 will be another): hooks and stores look at it and leave alone the kinds they
-do not handle, so a second record kind travels through the same pipeline.
+do not handle, so a second record kind travels through the same pipeline. A
+kind that declares its natural key (:attr:`Batch.KEY`) and merge rule
+(:attr:`Batch.MERGE`) is stored without any store knowing it
+(:mod:`trawl.records.kinds`).
 
 Set-valued provenance (sources, statuses, mimes) is a polars ``List[str]``
 column, sorted: joining it into text per row cost 0.9 s per 320,000 URLs.
@@ -45,6 +48,14 @@ class Batch:
     kind: ClassVar[str] = ""
     #: Columns and their types; a frame may carry more, never fewer.
     SCHEMA: ClassVar[dict[str, Any]] = {}
+    #: The natural key: the columns that name one record. A store keeps one record
+    #: per key, in a table it makes from :attr:`SCHEMA`, and merges the others by
+    #: :attr:`MERGE` (:mod:`trawl.records.kinds`). Empty: not stored that way
+    #: (captures never reach a store; URLs have tables and a rule of their own).
+    KEY: ClassVar[tuple[str, ...]] = ()
+    #: How a stored record takes in the same record written again, by column:
+    #: ``"min"``, ``"max"``, ``"sum"``, ``"first"`` or ``"last"`` (a column not named).
+    MERGE: ClassVar[dict[str, str]] = {}
 
     def __init__(self, source: str, frame: pl.DataFrame, page: str = "", page_rows: int = 0) -> None:
         self.source = source

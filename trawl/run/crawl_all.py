@@ -85,16 +85,25 @@ def select_sources(available: list[str], arguments: Mapping[str, Any]) -> tuple[
     return selected, bool(chosen)
 
 
+def accepted_by(spidercls: Any) -> frozenset[str]:
+    """The ``-a`` names a source takes: its class says (a source of another record kind
+    takes no ``domain``); a project's own spider that does not say gets the URL source's."""
+    accepted = getattr(spidercls, "accepted_arguments", None)
+    if accepted is not None:
+        return accepted()
+    return COMMON_ARGUMENTS | FILTER_ARGUMENTS | getattr(spidercls, "extra_arguments", frozenset())
+
+
 def arguments_for(spidercls: Any, arguments: Mapping[str, Any]) -> dict[str, Any]:
     """The arguments a source accepts, out of everything given to ``all``."""
-    accepted = COMMON_ARGUMENTS | FILTER_ARGUMENTS | getattr(spidercls, "extra_arguments", frozenset())
+    accepted = accepted_by(spidercls)
     return {k: v for k, v in arguments.items() if k.lower() in accepted}
 
 
 def check_unused(spiderclasses: list[Any], arguments: Mapping[str, Any]) -> None:
     accepted = set(COMMON_ARGUMENTS | FILTER_ARGUMENTS | SELECTION_ARGUMENTS)
     for spidercls in spiderclasses:
-        accepted |= getattr(spidercls, "extra_arguments", frozenset())
+        accepted |= accepted_by(spidercls)
     unknown = sorted(k for k in arguments if k.lower() not in accepted)
     if unknown:
         raise TrawlUsageError(f"no selected source takes -a {unknown[0]}=")

@@ -1,4 +1,11 @@
-"""What every trawl source spider shares: arguments, scope, filters, failures.
+"""What every trawl source spider shares, and what the URL sources add on top.
+
+:class:`Source` is any record kind's source: its own arguments, a base URL,
+API keys, a request budget, resume, failures. It takes no domain: a crates.io
+or DNS feed has none. :class:`SourceSpider` is the URL source every built-in
+is: a domain and its scope (``-a domain=``, ``-a subs=``), the waymore
+filters and ``-a new_only=``. Either hands the pipeline what its plugins read
+(:meth:`Source.run_inputs`, carried by the run context), never its attributes.
 
 Arguments and settings (:mod:`trawl.validation`) are validated twice on
 purpose: by ``scrapy crawl`` before the reactor starts (so bad input is one
@@ -33,21 +40,14 @@ from trawl.sources.keys import KeyRing, read_keys
 from trawl.sources.target import Target, parse_target
 from trawl.validation import validate_settings
 
-#: Arguments every source accepts, beyond the filter names.
-COMMON_ARGUMENTS = frozenset(
-    {
-        "domain",
-        "subs",
-        "filters",
-        "config",
-        "from_date",
-        "to_date",
-        "keywords_only",
-        "limit_requests",
-        "check_only",
-        "new_only",
-    }
-)
+#: Arguments every source accepts, whatever its record kind.
+SOURCE_ARGUMENTS = frozenset({"config", "limit_requests", "check_only"})
+
+#: Arguments a URL source (:class:`SourceSpider`) adds: its domain, filters and exports.
+URL_ARGUMENTS = frozenset({"domain", "subs", "filters", "from_date", "to_date", "keywords_only", "new_only"})
+
+#: Arguments every URL source accepts, beyond the filter names.
+COMMON_ARGUMENTS = SOURCE_ARGUMENTS | URL_ARGUMENTS
 
 #: The waymore filter lists, each settable with ``-a name=``.
 FILTER_ARGUMENTS = frozenset(
@@ -69,8 +69,14 @@ def json_error_text(
     return " - ".join(parts)[:300]
 
 
-class SourceSpider(scrapy.Spider):
-    """Base class of the spiders that collect URLs for a domain from one source."""
+class Source(scrapy.Spider):
+    """Base class of every source spider, whatever record kind it yields.
+
+    It knows nothing of domains or URLs: a source of another kind (a DNS or
+    crates.io feed) subclasses it, declares its ``extra_arguments``, reads them
+    in :meth:`configure_kind` and hands what its plugins need to the run
+    context in :meth:`run_inputs`.
+    """
 
     #: Setting that holds this source's base URL (e.g. ``WAYBACK_BASE_URL``).
     base_url_setting: ClassVar[str] = ""
@@ -81,8 +87,6 @@ class SourceSpider(scrapy.Spider):
     #: Without a key the source is skipped (one warning line), not failed.
     api_key_required: ClassVar[bool] = False
 
-    target: Target
-    filters: FilterConfig
     limit_requests: int
     base_url: str
     keys: KeyRing
@@ -111,7 +115,7 @@ class SourceSpider(scrapy.Spider):
             settings.set("DOWNLOAD_TIMEOUT", float(timeouts[cls.name]), priority=priority)
 
     @classmethod
-    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> SourceSpider:
+    def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Source:
         validate_settings(crawler.settings)
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.configure(crawler.settings, spider.arguments)
@@ -125,25 +129,22 @@ class SourceSpider(scrapy.Spider):
         probe = cls.__new__(cls)
         probe.configure(settings, arguments)
 
+    @classmethod
+    def accepted_arguments(cls) -> frozenset[str]:
+        """The ``-a`` names this source takes (lower case): what ``crawl all`` hands it."""
+        return SOURCE_ARGUMENTS | cls.extra_arguments
+
     def configure(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
-        known = COMMON_ARGUMENTS | self.extra_arguments
-        filter_names = FILTER_ARGUMENTS
-        unknown = sorted(k for k in arguments if k.lower() not in known | filter_names)
+        known = self.accepted_arguments()
+        unknown = sorted(k for k in arguments if k.lower() not in known)
         if unknown:
             raise TrawlUsageError(
                 f"unknown argument for the {self.name} source: -a {unknown[0]}= "
-                f"(known: {', '.join(sorted(known | filter_names))})"
+                f"(known: {', '.join(sorted(known))})"
             )
-        subs = parse_bool("subs", arguments.get("subs", True))
-        self.target = parse_target(arguments.get("domain"), include_subdomains=subs)
-        self.filters = build_filter_config(settings, arguments)
+        self.configure_kind(settings, arguments)
         self.limit_requests = parse_int("limit_requests", arguments.get("limit_requests", 0))
         self.check_only = parse_bool("check_only", arguments.get("check_only", False))
-        self.new_only = parse_bool("new_only", arguments.get("new_only", False))
-        if self.new_only and not str(settings.get("STORE_URI") or "").strip():
-            raise TrawlUsageError(
-                "-a new_only=true exports the URLs the store did not know: it needs a store (STORE_URI)"
-            )
         if self.base_url_setting:
             self.base_url = self._read_base_url(settings)
         self.keys = KeyRing(read_keys(settings, self.api_key_setting) if self.api_key_setting else [])
@@ -151,16 +152,25 @@ class SourceSpider(scrapy.Spider):
         if self.api_key_required and not self.keys.keys:
             self.skip_reason = f"no API key (set {self.api_key_setting} as a setting or environment variable)"
 
+    def configure_kind(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
+        """Read the arguments of this source's record kind (the URL source: domain, filters);
+        raise :class:`TrawlUsageError` for a bad one. Called before the common ones are read."""
+
+    def run_inputs(self) -> dict[str, Any]:
+        """What this run's plugins read, by name: the pipeline puts it in ``RunContext.inputs``.
+
+        Plugins read the run context, never the spider: a hook that works on a
+        record kind finds there what that kind's source parsed, whichever spider
+        class (or test double) produced it.
+        """
+        return {"check_only": self.check_only}
+
     def _read_base_url(self, settings: Mapping[str, Any]) -> str:
         raw = str(settings.get(self.base_url_setting) or "").strip()
         parts = urlsplit(raw)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise TrawlUsageError(f"{self.base_url_setting} must be an http(s) URL, got {raw!r}")
         return raw.rstrip("/")
-
-    def log_target(self) -> None:
-        for note in self.target.notes:
-            self.logger.info("%s: %s", self.name, note)
 
     def page_done(self, key: str) -> int | None:
         """Rows of a page this run stored before it was stopped (resume), or ``None``.
@@ -311,6 +321,46 @@ class SourceSpider(scrapy.Spider):
         """An HTML page where data was expected: error pages served with 200."""
         head = response.body[:512].lstrip().lower()
         return head.startswith((b"<!doctype", b"<html", b"<head", b"<body", b"<?xml", b"<"))
+
+
+class SourceSpider(Source):
+    """Base class of the spiders that collect URLs for a domain from one source.
+
+    On top of :class:`Source`: the domain and its scope, the waymore filters
+    (sent upstream where a source can filter, checked again by the
+    ``url_filter`` plugin) and ``-a new_only=``, which the ``url_stats`` plugin
+    applies to the exports.
+    """
+
+    target: Target
+    filters: FilterConfig
+    new_only: bool = False
+
+    @classmethod
+    def accepted_arguments(cls) -> frozenset[str]:
+        return super().accepted_arguments() | URL_ARGUMENTS | FILTER_ARGUMENTS
+
+    def configure_kind(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
+        subs = parse_bool("subs", arguments.get("subs", True))
+        self.target = parse_target(arguments.get("domain"), include_subdomains=subs)
+        self.filters = build_filter_config(settings, arguments)
+        self.new_only = parse_bool("new_only", arguments.get("new_only", False))
+        if self.new_only and not str(settings.get("STORE_URI") or "").strip():
+            raise TrawlUsageError(
+                "-a new_only=true exports the URLs the store did not know: it needs a store (STORE_URI)"
+            )
+
+    def run_inputs(self) -> dict[str, Any]:
+        return {
+            **super().run_inputs(),
+            "target": self.target,
+            "filters": self.filters,
+            "new_only": self.new_only,
+        }
+
+    def log_target(self) -> None:
+        for note in self.target.notes:
+            self.logger.info("%s: %s", self.name, note)
 
 
 logger = logging.getLogger(__name__)

@@ -1,7 +1,15 @@
 """The store contract: one Protocol per capability, every store implements them.
 
 A store class is registered by a plugin's ``trawl_register_stores`` hook under
-a URI scheme and built as ``StoreClass(uri, context)`` for one crawl:
+a URI scheme and built as ``StoreClass(uri, context)`` for one crawl.
+
+Writing is the same for every record kind (``batch.kind``): a store lists the
+kinds it keeps in ``kinds``, and :data:`KEYED_KINDS` there means "and every kind
+that declares its natural key" (:mod:`trawl.records.kinds`: the store makes a
+table from the declaration). Reading, searching and reporting are per record
+kind: the Protocols below are the URL kind's (``UrlReadableStore``...), under
+their historical names too; another kind gets Protocols of its own beside them
+when something reads it back (the crates.io exports), not a widened URL one.
 
 * :class:`WritingStore` (required): ``open``, ``write_batch``, ``close``. This
   is all a plain crawl needs.
@@ -9,12 +17,13 @@ a URI scheme and built as ``StoreClass(uri, context)`` for one crawl:
   pipeline awaits it on the reactor (a store that talks to a server).
 * :class:`ResumableStore`: a page ledger (``done_pages``) so that a crawl run
   with ``JOBDIR`` skips the pages it stored before it was stopped.
-* :class:`ReadableStore` (class-level): ``read_runs`` and ``read_domain``, what
-  ``crawl all -o`` and store exports read back.
-* :class:`SearchableStore` (class-level): ``searcher``, what ``scrapy search``
-  queries.
-* :class:`ReportingStore` (class-level): ``list_runs`` and ``read_first_seen``,
-  what ``trawl report new`` and the end-of-run summary read (:mod:`trawl.run.report`).
+* :class:`UrlReadableStore` (class-level, alias ``ReadableStore``): ``read_runs``
+  and ``read_domain``, what ``crawl all -o`` and store exports read back.
+* :class:`UrlSearchableStore` (class-level, alias ``SearchableStore``):
+  ``searcher``, what ``scrapy search`` queries.
+* :class:`UrlReportingStore` (class-level, alias ``ReportingStore``): ``list_runs``
+  and ``read_first_seen``, what ``trawl report new`` and the end-of-run summary
+  read (:mod:`trawl.run.report`).
 
 Capabilities are checked with ``isinstance`` against these runtime-checkable
 Protocols when a crawl starts (:func:`missing_capabilities`): a store that
@@ -27,8 +36,8 @@ worker thread was measured no faster for SQLite: 68k against 66-82k
 captures/s on the 1M-capture bench, as sqlite3 binds every row under the
 GIL); a store that waits on a server implements ``AsyncWritingStore``.
 
-The write rule every store follows is :mod:`trawl.records.provenance`'s: one record
-type, one merge rule.
+The write rule every store follows is, for URLs, :mod:`trawl.records.provenance`'s
+(one record type, one merge rule), and for a declared kind its own declaration's.
 """
 
 from __future__ import annotations
@@ -42,6 +51,10 @@ if TYPE_CHECKING:
     from trawl.records.batches import Batch, UrlBatch, UrlRecord
     from trawl.search.query import Node
 
+#: In a store's ``kinds``: every record kind that declares its natural key
+#: (``Batch.KEY``), kept in a table the store makes from that declaration.
+KEYED_KINDS = "*"
+
 
 class PartlyStored(Exception):  # noqa: N818 - a signal to the pipeline, not an error
     """A batch of several pages of which this run stored some already: write them one by one."""
@@ -49,9 +62,10 @@ class PartlyStored(Exception):  # noqa: N818 - a signal to the pipeline, not an 
 
 @runtime_checkable
 class WritingStore(Protocol):
-    """A place where URL records are written: what every store implements."""
+    """A place where records of one or more kinds are written: what every store implements."""
 
     #: Record kinds (``Batch.kind``) this store keeps; batches of other kinds pass it by.
+    #: :data:`KEYED_KINDS` in it: every kind that declares its key, too.
     kinds: ClassVar[frozenset[str]]
 
     @classmethod
@@ -64,9 +78,10 @@ class WritingStore(Protocol):
     def write_batch(self, batch: Batch) -> int:
         """Merge the batch in one transaction, with its pages (``batch.pages``) in the ledger.
 
-        Sets ``new`` (the store did not know the URL) and ``repeat`` (this run
-        wrote it before) on the batch's frame, replaces provenance columns by
-        the merged values, and returns the number of new records. A page this
+        Sets ``new`` (the store did not know the record's key: the URL, or a
+        declared kind's ``KEY``) and ``repeat`` (this run wrote it before) on the
+        batch's frame, replaces the merged columns (URL provenance, a declared
+        kind's ``MERGE``) by the stored values, and returns the number of new records. A page this
         run stored already is not merged again (resume): when every page of
         the batch was, every row comes back ``repeat`` and 0 is returned; when
         only some were, nothing is written and :class:`PartlyStored` is raised
@@ -93,9 +108,18 @@ class ResumableStore(WritingStore, Protocol):
         """Pages this run stored before (page key -> upstream rows)."""
 
 
+def keeps(store: WritingStore, batch: Batch) -> bool:
+    """Does ``store`` keep batches of this kind (named in its ``kinds``, or keyed and welcome)?"""
+    kinds = store.kinds
+    return batch.kind in kinds or (KEYED_KINDS in kinds and bool(type(batch).KEY))
+
+
+# --- the URL kind's reading side -------------------------------------------------------------
+
+
 @runtime_checkable
-class ReadableStore(Protocol):
-    """Reading records back (class-level: no crawl needed)."""
+class UrlReadableStore(Protocol):
+    """Reading URL records back (class-level: no crawl needed)."""
 
     @classmethod
     def read_runs(cls, uri: str, run_ids: list[str], settings: Any) -> Iterator[UrlBatch]:
@@ -106,10 +130,10 @@ class ReadableStore(Protocol):
         """Every URL the store holds for ``domain`` and its subdomains, in URL order."""
 
 
-class Searcher(Protocol):
-    """What ``scrapy search`` queries; records come in URL order (byte order)."""
+class UrlSearcher(Protocol):
+    """What ``scrapy search`` queries; URL records come in URL order (byte order)."""
 
-    def __enter__(self) -> Searcher: ...
+    def __enter__(self) -> UrlSearcher: ...
 
     def __exit__(self, *exc: object) -> None: ...
 
@@ -121,17 +145,17 @@ class Searcher(Protocol):
 
 
 @runtime_checkable
-class SearchableStore(Protocol):
-    """A store ``scrapy search`` can query (class-level)."""
+class UrlSearchableStore(Protocol):
+    """A store ``scrapy search`` can query for URLs (class-level)."""
 
     @classmethod
-    def searcher(cls, uri: str, settings: Any) -> Searcher:
+    def searcher(cls, uri: str, settings: Any) -> UrlSearcher:
         """Open the read side of the store ``uri`` names."""
 
 
 @runtime_checkable
-class ReportingStore(Protocol):
-    """What is new since a run: ``trawl report new`` and the run summary (class-level).
+class UrlReportingStore(Protocol):
+    """Which URLs are new since a run: ``trawl report new`` and the run summary (class-level).
 
     Both read whole columns: the runs are a small frame the caller selects a
     window from (:func:`trawl.run.report.select_window`, one definition of "the
@@ -157,6 +181,12 @@ class ReportingStore(Protocol):
         """
 
 
+#: The names plugin authors have imported since before the reading side was per kind.
+ReadableStore = UrlReadableStore
+Searcher = UrlSearcher
+SearchableStore = UrlSearchableStore
+ReportingStore = UrlReportingStore
+
 #: Capability -> (Protocol, what a user loses without it), for one-line refusals.
 CAPABILITIES: dict[str, tuple[type, str]] = {
     "write": (WritingStore, "storing URLs"),
@@ -165,6 +195,10 @@ CAPABILITIES: dict[str, tuple[type, str]] = {
     "search": (SearchableStore, "scrapy search"),
     "report": (ReportingStore, "trawl report new"),
 }
+
+
+#: The names a refusal gives: those plugin authors import (the aliases above).
+_SHOWN = {"read": "ReadableStore", "search": "SearchableStore", "report": "ReportingStore"}
 
 
 def missing_capabilities(store_class: type, needed: list[str]) -> list[str]:
@@ -179,5 +213,5 @@ def missing_capabilities(store_class: type, needed: list[str]) -> list[str]:
 
 def describe_missing(scheme: str, store_class: type, missing: list[str]) -> str:
     """One line for a refusal: which store, what it lacks, what that breaks."""
-    parts = [f"{CAPABILITIES[m][0].__name__} ({CAPABILITIES[m][1]})" for m in missing]
+    parts = [f"{_SHOWN.get(m, CAPABILITIES[m][0].__name__)} ({CAPABILITIES[m][1]})" for m in missing]
     return f"the {scheme!r} store ({store_class.__name__}) does not implement " + ", ".join(parts)

@@ -3,7 +3,8 @@
 It also adds the ``host`` column (the host falls out of the parse; scope and
 dedup need it for every row) and cleans the status and mime columns: a comma,
 quote, backslash or control character in them would break the stores' set
-columns and the one-record-per-line exports.
+columns and the one-record-per-line exports. And it counts the captures
+(``trawl/captures``) before any filter: a URL statistic, kept out of the pipeline.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ def trawl_normalize_batch(batch: Batch, context: RunContext) -> None:
     if batch.kind != "capture":
         return
     frame = batch.frame
+    context.stats.inc_value("trawl/captures", frame.height)  # as the source reported them
     # Archives repeat a URL once per capture: each distinct string is
     # canonicalized once, and a join maps the rows back.
     canonical = canonicalize_series(frame.get_column("url"))

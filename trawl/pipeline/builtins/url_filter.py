@@ -48,7 +48,7 @@ def _date_mask(stamps: pl.Series, config: FilterConfig) -> pl.Series:
 
 @hookimpl
 def trawl_filter_batch(batch: Batch, context: RunContext) -> pl.Series | None:
-    config: FilterConfig | None = getattr(context.spider, "filters", None)
+    config: FilterConfig | None = context.filters
     if config is None or batch.kind != "capture" or not len(batch):
         return None
     frame = batch.frame

@@ -15,6 +15,10 @@ some rows were there already, one lookup of those (with their last run: a
 URL this run wrote before is a ``repeat``), one UPSERT that merges them
 (:func:`trawl.stores.sqlite.schema.upsert_sql`), and one read of their merged
 provenance back into the batch's frame, for the exports.
+
+Any other record kind that declares its natural key (``Batch.KEY``) is kept
+in a table of its own, made and merged from that declaration
+(:mod:`trawl.stores.sqlite.kinds`), with the same page ledger and runs.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit
@@ -34,8 +39,9 @@ import polars as pl
 from trawl.errors import StoreError, TrawlUsageError
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import URL_SCHEMA, Batch, UrlBatch
-from trawl.stores.contract import PartlyStored
+from trawl.stores.contract import KEYED_KINDS, PartlyStored
 from trawl.stores.location import data_dir
+from trawl.stores.sqlite.kinds import KindTable
 from trawl.stores.sqlite.schema import INSERT_NEW, MERGED, SCHEMA, register_functions, upgrade, upsert_sql
 
 _SETS = ("sources", "statuses", "mimes")
@@ -78,9 +84,9 @@ def _split_sets(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 class SqliteStore:
-    """URL records in a SQLite database file (see the module docstring)."""
+    """URL records, and those of declared kinds, in a SQLite database file (see the module docstring)."""
 
-    kinds: ClassVar[frozenset[str]] = frozenset({"url"})
+    kinds: ClassVar[frozenset[str]] = frozenset({"url", KEYED_KINDS})
 
     @classmethod
     def check_uri(cls, uri: str) -> None:
@@ -122,6 +128,7 @@ class SqliteStore:
         self._last_batch_time = 0.0
         self.run = 0
         self._upsert = ""
+        self._tables: dict[type[Batch], KindTable] = {}
 
     # --- opening and closing -----------------------------------------------------------
 
@@ -178,51 +185,71 @@ class SqliteStore:
 
     def write_batch(self, batch: Batch) -> int:
         """Insert what is new, merge what is known; one transaction (see the module docstring)."""
-        assert isinstance(batch, UrlBatch)
         frame = batch.frame
-        size = frame.height
-        pages = batch.pages
-        if not size and not pages:
+        if not frame.height and not batch.pages:
             return 0
         con = self.connection
         assert con is not None, "store not open"
         with self._lock:
             now = self._next_batch_time()
-            rows = self._rows(frame, batch.source, now)
+            if isinstance(batch, UrlBatch):
+                rows = self._rows(frame, batch.source, now)
+                write = partial(self._write_urls, con, frame, rows, now)
+            else:
+                table = self._table(con, type(batch))
+                write = partial(table.write, con, frame, self.run)
             con.execute("BEGIN IMMEDIATE")
             try:
-                claimed = self._claim_pages(con, batch.source, pages, now) if pages else 0
-                if claimed < len(pages):
-                    # This run stored the page before (a resumed run, a refetch):
-                    # merging it again would count its captures twice.
-                    con.execute("ROLLBACK")
-                    if claimed:
-                        partly = f"{len(pages) - claimed} of {len(pages)} pages stored before"
-                        raise PartlyStored(partly)
-                    batch.frame = frame.with_columns(pl.lit(False).alias("new"), pl.lit(True).alias("repeat"))
-                    self.context.stats.inc_value("trawl/pages_already_stored", len(pages))
+                if not self._claim_or_roll_back(con, batch, now):
                     return 0
-                inserted = con.executemany(INSERT_NEW, rows.iter_rows()).rowcount
-                merged = None
-                if inserted < size:
-                    merged = self._merge_known(con, rows, now)
-                    if inserted + merged.height != size:
-                        # INSERT OR IGNORE also skips rows that break a constraint:
-                        # never let such a row vanish while being counted as stored.
-                        raise StoreError(
-                            f"{size - inserted - merged.height} of {size} URLs could not be stored"
-                        )
+                written, new = write()
                 con.execute("COMMIT")
             except PartlyStored:
                 raise  # rolled back already
             except BaseException:
                 con.execute("ROLLBACK")
                 raise
-        if merged is None:
-            batch.frame = frame.with_columns(pl.lit(True).alias("new"), pl.lit(False).alias("repeat"))
-        else:
-            batch.frame = self._with_merged(frame, merged)
-        return inserted
+        batch.frame = written
+        return new
+
+    def _write_urls(
+        self, con: sqlite3.Connection, frame: pl.DataFrame, rows: pl.DataFrame, now: float
+    ) -> tuple[pl.DataFrame, int]:
+        """URL rows inserted or merged; the batch's frame as stored, and how many were new."""
+        size = frame.height
+        inserted = con.executemany(INSERT_NEW, rows.iter_rows()).rowcount
+        if inserted == size:
+            return frame.with_columns(pl.lit(True).alias("new"), pl.lit(False).alias("repeat")), inserted
+        merged = self._merge_known(con, rows, now)
+        if inserted + merged.height != size:
+            # INSERT OR IGNORE also skips rows that break a constraint:
+            # never let such a row vanish while being counted as stored.
+            raise StoreError(f"{size - inserted - merged.height} of {size} URLs could not be stored")
+        return self._with_merged(frame, merged), inserted
+
+    def _table(self, con: sqlite3.Connection, batch_type: type[Batch]) -> KindTable:
+        """A declared kind's table, made (or completed) the first time this store meets the kind."""
+        table = self._tables.get(batch_type)
+        if table is None:
+            table = self._tables[batch_type] = KindTable(batch_type)
+            table.create(con)
+        return table
+
+    def _claim_or_roll_back(self, con: sqlite3.Connection, batch: Batch, now: float) -> bool:
+        """Claim the batch's pages in the ledger (in the open transaction); False, rolled back and
+        every row marked ``repeat``, when this run stored them all before; ``PartlyStored`` when some."""
+        pages = batch.pages
+        claimed = self._claim_pages(con, batch.source, pages, now) if pages else 0
+        if claimed == len(pages):
+            return True
+        # This run stored the page before (a resumed run, a refetch):
+        # merging it again would count its captures twice.
+        con.execute("ROLLBACK")
+        if claimed:
+            raise PartlyStored(f"{len(pages) - claimed} of {len(pages)} pages stored before")
+        batch.frame = batch.frame.with_columns(pl.lit(False).alias("new"), pl.lit(True).alias("repeat"))
+        self.context.stats.inc_value("trawl/pages_already_stored", len(pages))
+        return False
 
     def _rows(self, frame: pl.DataFrame, source: str, now: float) -> pl.DataFrame:
         """The batch in the table's columns, built in polars (one row per URL)."""

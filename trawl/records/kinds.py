@@ -1,0 +1,97 @@
+"""A record kind of its own: declared once on its batch type, stored by any store.
+
+A kind beyond captures and URLs (DNS records in the tests, crates.io crates,
+versions and downloads next) is a :class:`~trawl.records.batches.Batch`
+subclass with four class attributes::
+
+    class DnsBatch(Batch):
+        kind = "dns"
+        SCHEMA = {"name": pl.String, "type": pl.String, "value": pl.String,
+                  "first_seen": pl.String, "last_seen": pl.String, "count": pl.Int64}
+        KEY = ("name", "type", "value")
+        MERGE = {"first_seen": "min", "last_seen": "max", "count": "max"}
+
+Why the kind declares its key and merge, and the store derives its table and
+its merge from that declaration (rather than a plugin handing each store its
+SQL, or a store subclass per kind): one declaration serves every store (SQLite
+now, PostgreSQL or Elasticsearch later) and every kind (the crates.io ETL adds
+three kinds and no store code), the SQL stays inside each store's package, and
+a plugin author writes polars types and five words of merge rule, never a
+``CREATE TABLE``. The cost is that a rule outside these five (the URL kind's
+per-source capture counts) needs a store's own code: URLs keep theirs.
+
+The rules are those a store can run as one upsert: ``min``/``max`` (first and
+last seen: idempotent, so a rerun changes nothing), ``first`` (keep what is
+stored), ``last`` (the newest non-null value wins: the default) and ``sum``
+(adds every write, a rerun's too: for per-run counts, not totals).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import polars as pl
+
+from trawl.records.batches import Batch
+
+MERGE_RULES = frozenset({"min", "max", "sum", "first", "last"})
+#: Columns every kind's rows carry only for the pipeline's sake, never stored.
+RUN_MARKS = ("new", "repeat")
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def is_keyed(batch_type: type[Batch]) -> bool:
+    """Does this kind declare a natural key (and so can be stored by any generic store)?"""
+    return bool(batch_type.KEY)
+
+
+def stored_columns(batch_type: type[Batch]) -> dict[str, Any]:
+    """The declared columns a store keeps (its schema without ``new``/``repeat``)."""
+    return {name: dtype for name, dtype in batch_type.SCHEMA.items() if name not in RUN_MARKS}
+
+
+def merge_rules(batch_type: type[Batch]) -> dict[str, str]:
+    """Every stored column that is not part of the key, with its rule (``last`` when not named)."""
+    return {c: batch_type.MERGE.get(c, "last") for c in stored_columns(batch_type) if c not in batch_type.KEY}
+
+
+def check_declaration(batch_type: type[Batch]) -> None:
+    """Raise ``ValueError`` naming what is wrong in a kind's declaration."""
+    name = batch_type.__name__
+    if not _NAME.fullmatch(batch_type.kind or ""):
+        raise ValueError(f"{name}.kind {batch_type.kind!r} is not a lower-case name")
+    columns = stored_columns(batch_type)
+    for column in columns:
+        if not _NAME.fullmatch(column):
+            raise ValueError(f"{name}: column {column!r} is not a lower-case name")
+    missing = [c for c in batch_type.KEY if c not in columns]
+    if missing:
+        raise ValueError(f"{name}.KEY names {', '.join(missing)}, not in its SCHEMA")
+    for column, rule in batch_type.MERGE.items():
+        if column not in columns or column in batch_type.KEY:
+            raise ValueError(f"{name}.MERGE names {column!r}, not a non-key column of its SCHEMA")
+        if rule not in MERGE_RULES:
+            raise ValueError(
+                f"{name}.MERGE[{column!r}] = {rule!r}: not one of {', '.join(sorted(MERGE_RULES))}"
+            )
+
+
+def collapse(batch_type: type[Batch], frame: pl.DataFrame) -> pl.DataFrame:
+    """One row per key, the duplicates within a batch merged by the same rules as in a store.
+
+    A store's upsert then meets each key once per batch, so its ``new`` count
+    and the merged values a batch gets back are those of whole records.
+    """
+    key = list(batch_type.KEY)
+    rules = merge_rules(batch_type)
+    if frame.select(key).is_unique().all():
+        return frame.select(*key, *rules)
+    picks = {
+        "min": lambda c: pl.col(c).min(),
+        "max": lambda c: pl.col(c).max(),
+        "sum": lambda c: pl.col(c).sum(),
+        "first": lambda c: pl.col(c).drop_nulls().first(),
+        "last": lambda c: pl.col(c).drop_nulls().last(),
+    }
+    return frame.group_by(key, maintain_order=True).agg(picks[rule](c).alias(c) for c, rule in rules.items())
