@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from trawl.records.batches import Batch, UrlBatch, UrlRecord
-    from trawl.search.query import Node
+    from trawl.search import Node
 
 
 class PartlyStored(Exception):  # noqa: N818 - a signal to the pipeline, not an error

@@ -15,8 +15,10 @@ from typing import Any
 import polars as pl
 
 from trawl.records.batches import UrlBatch
+from trawl.search import field_named, leaf
 from trawl.stores.elasticsearch.connection import connect
 from trawl.stores.elasticsearch.documents import READ_FIELDS
+from trawl.stores.elasticsearch.query import to_es
 from trawl.stores.elasticsearch.templates import names_from
 
 logger = logging.getLogger(__name__)
@@ -128,12 +130,10 @@ def read_runs(uri: str, run_ids: list[str], settings: Any, size: int = BATCH_URL
 def read_domain(uri: str, domain: str, settings: Any, size: int = BATCH_URLS) -> Iterator[UrlBatch]:
     """Every URL of ``domain`` and its subdomains, in URL order.
 
-    The query is ``scrapy search domain:<domain>``'s (:mod:`trawl.search.query`): the
+    The query is ``scrapy search domain:<domain>``'s (:mod:`trawl.search`): the
     host itself or any host ending in ``.<domain>``, so a store export and a
     search agree on what "the domain" holds.
     """
-    from trawl.search.query import field_named, leaf, to_es
-
     client = connect(uri, settings)
     try:
         query = to_es(leaf(field_named("domain"), domain.strip().lower().rstrip("."), ()))
