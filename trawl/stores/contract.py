@@ -142,7 +142,7 @@ class ReportingStore(Protocol):
     def list_runs(cls, uri: str, domain: str, settings: Any) -> pl.DataFrame:
         """The runs recorded for ``domain``, its parent domains and its subdomains.
 
-        A frame of :data:`trawl.run.report.RUNS_SCHEMA`: a run of ``example.com``
+        A frame of :data:`trawl.records.runs.RUNS_SCHEMA`: a run of ``example.com``
         may have found the URLs of ``sub.example.com``.
         """
 
@@ -152,7 +152,7 @@ class ReportingStore(Protocol):
     ) -> Iterator[pl.DataFrame]:
         """URLs of ``domain`` (and subdomains) that one of ``run_ids`` stored first, in URL order.
 
-        Frames of :data:`trawl.run.report.FIRST_SEEN_SCHEMA`: the provenance as stored
+        Frames of :data:`trawl.records.runs.FIRST_SEEN_SCHEMA`: the provenance as stored
         now, and ``run_id``, the run that stored the URL first. At most ``limit`` rows.
         """
 
