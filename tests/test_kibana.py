@@ -38,7 +38,7 @@ except ImportError:
     from servers.noida import free_port  # type: ignore[no-redef]
 
 ROOT = Path(__file__).resolve().parents[1]
-NDJSON = ROOT / "kibana" / "trawl-saved-objects.ndjson"
+NDJSON = ROOT / "trawl" / "stores" / "elasticsearch" / "kibana_objects" / "trawl-saved-objects.ndjson"
 STRINGIFIED = {
     "visState",
     "uiStateJSON",

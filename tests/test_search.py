@@ -27,9 +27,11 @@ from scrapy.settings import Settings
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import UrlBatch
 from trawl.records.ecs import url_fields
-from trawl.search.query import QueryError, parse, to_es, to_sql
+from trawl.search import ALIASES, FIELDS, QueryError, field_named, parse
 from trawl.stores.elasticsearch import ElasticsearchSearcher, ElasticsearchStore
+from trawl.stores.elasticsearch.query import ES_FIELDS, to_es
 from trawl.stores.sqlite import SqliteStore
+from trawl.stores.sqlite.query import SQL_FIELDS, to_sql
 from trawl.stores.sqlite.search import SqliteSearcher
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
@@ -575,6 +577,22 @@ def test_dates_become_whole_periods() -> None:
         "gt": "20201231235959",
         "format": "yyyyMMddHHmmss",
     }
+
+
+@pytest.mark.parametrize("store, mapping", [("sqlite", SQL_FIELDS), ("elasticsearch", ES_FIELDS)])
+def test_every_field_has_a_mapping_in_each_store(store: str, mapping: dict[str, str]) -> None:
+    """Each store maps the language's fields in its own query module: a field added to
+    :mod:`trawl.search.fields` without a translation fails here, not in a user's search."""
+    assert sorted(mapping) == sorted(FIELDS), store
+
+
+def test_document_names_are_aliases_of_the_fields_stored_there() -> None:
+    """``url.domain:`` (the names Kibana shows) means the field Elasticsearch keeps under that name."""
+    for name, document_field in ES_FIELDS.items():
+        assert ES_FIELDS[field_named(document_field).name] == document_field, name
+    for alias, name in ALIASES.items():
+        if "." in alias:
+            assert ES_FIELDS[name] == alias
 
 
 # --------------------------------------------------------------------------------------

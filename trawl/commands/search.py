@@ -6,7 +6,7 @@
     scrapy search 'first_seen:[2020 TO 2022]' --facet host
     scrapy search '*' -s STORE_URI=elasticsearch://127.0.0.1:9200
 
-The syntax is :mod:`trawl.search.query`'s. Output: a table on a terminal, one URL per
+The syntax is :mod:`trawl.search`'s. Output: a table on a terminal, one URL per
 line in a pipe (``--format txt``), or ``--format jsonl|csv`` with provenance.
 A query that cannot be read, or a store that cannot be searched, is one line
 on stderr (exit status 2 and 1).
@@ -28,8 +28,8 @@ from scrapy.exceptions import UsageError
 from trawl.errors import StoreError, TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.records.batches import UrlRecord
-from trawl.search.query import FACETS, parse
-from trawl.stores.searcher import open_searcher
+from trawl.search import FACETS, parse
+from trawl.stores.registry import open_searcher
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2

@@ -34,23 +34,8 @@ from typing import IO, Any
 import polars as pl
 
 from trawl.errors import TrawlError, TrawlUsageError
-from trawl.records.batches import URL_SCHEMA
+from trawl.records.runs import FIRST_SEEN_SCHEMA
 
-#: Columns of :meth:`ReportingStore.list_runs` (times: epoch seconds, UTC).
-RUNS_SCHEMA: dict[str, Any] = {
-    "run_id": pl.String,
-    "job": pl.String,
-    "source": pl.String,
-    "domain": pl.String,
-    "started_at": pl.Float64,
-    "finished_at": pl.Float64,
-    "finish_reason": pl.String,
-}
-#: Columns of :meth:`ReportingStore.read_first_seen`.
-FIRST_SEEN_SCHEMA: dict[str, Any] = {
-    **{name: kind for name, kind in URL_SCHEMA.items() if name not in ("new", "repeat")},
-    "run_id": pl.String,
-}
 #: A report's record: ``source`` and ``run_id`` say which run stored the URL first.
 REPORT_COLUMNS = (
     "url", "host", "source", "run_id", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes",
@@ -127,19 +112,6 @@ class Window:
 
 def _utc(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def covering_domains(domain: str) -> list[str]:
-    """``sub.example.com`` -> itself and its parents: the domains whose runs may have found its URLs.
-
-    A store lists the runs of these and of the domain's subdomains.
-    """
-    labels = domain.split(".")
-    return [".".join(labels[i:]) for i in range(len(labels))]
-
-
-def empty_runs() -> pl.DataFrame:
-    return pl.DataFrame(schema=RUNS_SCHEMA)
 
 
 def select_window(runs: pl.DataFrame, domain: str, since: Since) -> Window:

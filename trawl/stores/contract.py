@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from trawl.records.batches import Batch, UrlBatch, UrlRecord
-    from trawl.search.query import Node
+    from trawl.search import Node
 
 #: In a store's ``kinds``: every record kind that declares its natural key
 #: (``Batch.KEY``), kept in a table the store makes from that declaration.
@@ -166,7 +166,7 @@ class UrlReportingStore(Protocol):
     def list_runs(cls, uri: str, domain: str, settings: Any) -> pl.DataFrame:
         """The runs recorded for ``domain``, its parent domains and its subdomains.
 
-        A frame of :data:`trawl.run.report.RUNS_SCHEMA`: a run of ``example.com``
+        A frame of :data:`trawl.records.runs.RUNS_SCHEMA`: a run of ``example.com``
         may have found the URLs of ``sub.example.com``.
         """
 
@@ -176,7 +176,7 @@ class UrlReportingStore(Protocol):
     ) -> Iterator[pl.DataFrame]:
         """URLs of ``domain`` (and subdomains) that one of ``run_ids`` stored first, in URL order.
 
-        Frames of :data:`trawl.run.report.FIRST_SEEN_SCHEMA`: the provenance as stored
+        Frames of :data:`trawl.records.runs.FIRST_SEEN_SCHEMA`: the provenance as stored
         now, and ``run_id``, the run that stored the URL first. At most ``limit`` rows.
         """
 

@@ -2,17 +2,20 @@
 
 Stores are added by plugins (``trawl_register_stores`` returns
 ``{uri_scheme: StoreClass}``): this module knows only the contract and the
-lookup, so the SQLite store is no more built in than a third-party one.
+lookup, so the SQLite store is no more built in than a third-party one. A
+crawl builds the store with :func:`create_store`; ``scrapy search`` opens its
+read side with :func:`open_searcher` (the query is a :mod:`trawl.search`
+syntax tree, which each store translates for itself).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from trawl.errors import TrawlUsageError
 from trawl.run.secrets import redact
-from trawl.stores.contract import WritingStore, describe_missing, missing_capabilities
+from trawl.stores.contract import Searcher, WritingStore, describe_missing, missing_capabilities
 
 if TYPE_CHECKING:
     import pluggy
@@ -60,6 +63,13 @@ def check_store_uri(uri: str, pm: pluggy.PluginManager, needs: tuple[str, ...] =
 def create_store(uri: str, context: RunContext, pm: pluggy.PluginManager) -> WritingStore:
     """Build (not open) the store that ``uri`` names."""
     return store_class(uri, pm)(uri, context)
+
+
+def open_searcher(uri: str, settings: Any, pm: pluggy.PluginManager) -> Searcher:
+    """The searcher of the store ``uri`` names; one-line ``TrawlUsageError`` if it has none."""
+    klass: Any = store_class(uri, pm, needs=("search",))
+    klass.check_uri(uri)
+    return klass.searcher(uri, settings)
 
 
 def describe_store_uri(uri: str, pm: pluggy.PluginManager) -> str:

@@ -8,6 +8,7 @@
   backoff on 429s and failed requests) and its sync and async drivers;
 * :mod:`.deadletters`: what the cluster still refused, and ``scrapy es-replay``;
 * :mod:`.reading`: URL-ordered listings (``read_runs``, ``read_domain``);
+* :mod:`.query`: a :mod:`trawl.search` syntax tree as the query DSL;
 * :mod:`.search`: ``scrapy search``;
 * :mod:`.store`: :class:`ElasticsearchStore`, the contract's every Protocol.
 

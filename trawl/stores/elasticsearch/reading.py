@@ -15,8 +15,11 @@ from typing import Any
 import polars as pl
 
 from trawl.records.batches import UrlBatch
+from trawl.records.runs import FIRST_SEEN_SCHEMA, RUNS_SCHEMA, covering_domains
+from trawl.search import field_named, leaf
 from trawl.stores.elasticsearch.connection import connect
 from trawl.stores.elasticsearch.documents import READ_FIELDS
+from trawl.stores.elasticsearch.query import to_es
 from trawl.stores.elasticsearch.templates import names_from
 
 logger = logging.getLogger(__name__)
@@ -102,9 +105,7 @@ def _batch(columns: dict[str, list[Any]], first_runs: list[str | None] | None) -
 
 
 def first_seen_frames(hits: Iterable[Mapping[str, Any]], size: int) -> Iterator[pl.DataFrame]:
-    """Hits as frames of :data:`trawl.run.report.FIRST_SEEN_SCHEMA`, ``size`` rows each."""
-    from trawl.run.report import FIRST_SEEN_SCHEMA
-
+    """Hits as frames of :data:`trawl.records.runs.FIRST_SEEN_SCHEMA`, ``size`` rows each."""
     for batch in url_batches(hits, size, set(), keep_first_run=True):
         yield batch.frame.select(list(FIRST_SEEN_SCHEMA))
 
@@ -128,12 +129,10 @@ def read_runs(uri: str, run_ids: list[str], settings: Any, size: int = BATCH_URL
 def read_domain(uri: str, domain: str, settings: Any, size: int = BATCH_URLS) -> Iterator[UrlBatch]:
     """Every URL of ``domain`` and its subdomains, in URL order.
 
-    The query is ``scrapy search domain:<domain>``'s (:mod:`trawl.search.query`): the
+    The query is ``scrapy search domain:<domain>``'s (:mod:`trawl.search`): the
     host itself or any host ending in ``.<domain>``, so a store export and a
     search agree on what "the domain" holds.
     """
-    from trawl.search.query import field_named, leaf, to_es
-
     client = connect(uri, settings)
     try:
         query = to_es(leaf(field_named("domain"), domain.strip().lower().rstrip("."), ()))
@@ -160,8 +159,6 @@ _RUN_FIELDS = ["run_id", "job", "source", "domain", "started_at", "finished_at",
 def list_runs(uri: str, domain: str, settings: Any) -> pl.DataFrame:
     """The runs of ``domain``, its parents and its subdomains, from ``<prefix>-runs`` (epoch seconds)."""
     from elasticsearch import NotFoundError
-
-    from trawl.run.report import RUNS_SCHEMA, covering_domains
 
     client = connect(uri, settings)
     columns: dict[str, list[Any]] = {name: [] for name in _RUN_FIELDS}

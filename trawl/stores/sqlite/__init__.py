@@ -1,4 +1,10 @@
-"""The embedded SQLite store, registered the way a third-party store is."""
+"""The embedded SQLite store, registered the way a third-party store is.
+
+* :mod:`.schema`: the tables and the merge rule as SQL;
+* :mod:`.store`: :class:`SqliteStore`, the contract's every Protocol;
+* :mod:`.query`: a :mod:`trawl.search` syntax tree as SQL, and the functions it calls;
+* :mod:`.search`: ``scrapy search``.
+"""
 
 from __future__ import annotations
 

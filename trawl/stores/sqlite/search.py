@@ -20,7 +20,8 @@ from typing import Any
 
 from trawl.errors import StoreError
 from trawl.records.batches import UrlRecord
-from trawl.search.query import Node, field_named, register_sql_functions, to_sql
+from trawl.search import Node, field_named
+from trawl.stores.sqlite.query import register_sql_functions, sql_expr, to_sql
 
 #: Indexes a search may create, by column.
 SEARCH_INDEXES = {
@@ -85,10 +86,11 @@ class SqliteSearcher:
 
     def facet(self, node: Node, name: str, size: int) -> list[tuple[str, int]]:
         field = field_named(name)
+        column = sql_expr(field)
         where, params = self._where(node)
         if field.kind in ("set", "intset"):
             counts: Counter[str] = Counter()
-            for (text,) in self.con.execute(f"SELECT {field.sql} FROM urls WHERE {where}", params):
+            for (text,) in self.con.execute(f"SELECT {column} FROM urls WHERE {where}", params):
                 if not text:
                     continue
                 members = set(text.split(","))
@@ -97,10 +99,10 @@ class SqliteSearcher:
                 counts.update(members)
             ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
             return ranked[:size]
-        if field.sql == "host":
+        if column == "host":
             self.ensure_indexes({"host"})
         rows = self.con.execute(
-            f"SELECT {field.sql} AS value, count(*) AS n FROM urls WHERE {where} AND {field.sql} IS NOT NULL"
+            f"SELECT {column} AS value, count(*) AS n FROM urls WHERE {where} AND {column} IS NOT NULL"
             " GROUP BY value ORDER BY n DESC, value LIMIT ?",
             [*params, size],
         )

@@ -39,6 +39,7 @@ import polars as pl
 from trawl.errors import StoreError, TrawlUsageError
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import URL_SCHEMA, Batch, UrlBatch
+from trawl.records.runs import FIRST_SEEN_SCHEMA, RUNS_SCHEMA, covering_domains, empty_runs
 from trawl.stores.contract import KEYED_KINDS, PartlyStored
 from trawl.stores.location import data_dir
 from trawl.stores.sqlite.kinds import KindTable
@@ -377,8 +378,6 @@ class SqliteStore:
     @classmethod
     def list_runs(cls, uri: str, domain: str, settings: Any = None) -> pl.DataFrame:
         """The runs of ``domain``, its parents and its subdomains (``job``: the run id before jobs)."""
-        from trawl.run.report import RUNS_SCHEMA, covering_domains, empty_runs
-
         con = cls._connect_read(uri)
         if con is None:
             return empty_runs()
@@ -400,8 +399,6 @@ class SqliteStore:
         size: int = 5000,
     ) -> Iterator[pl.DataFrame]:  # fmt: skip
         """URLs of ``domain`` that one of ``run_ids`` stored first, in URL order (one join, in SQL)."""
-        from trawl.run.report import FIRST_SEEN_SCHEMA
-
         if not run_ids or limit == 0:
             return
         con = cls._connect_read(uri)

@@ -1,0 +1,76 @@
+"""The fields a query can name: their kinds, their aliases, the ones ``--facet`` counts.
+
+No backend appears here: each store maps these names to what it holds in its
+own query module (``trawl/stores/<store>/query.py``), so a new store adds a
+module, not a column to this table. ``tests/test_search.py`` checks that every
+field has a mapping in every built-in store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Field:
+    """A field of the query language; ``kind`` says which values and operators it takes."""
+
+    name: str
+    kind: str  # url, keyword, set, intset, int, date, domain
+    lower: bool = False  # values are compared lower-cased
+
+
+FIELDS: dict[str, Field] = {
+    f.name: f
+    for f in (
+        Field("url", "url"),
+        Field("host", "keyword", lower=True),
+        Field("domain", "domain", lower=True),
+        Field("scheme", "keyword", lower=True),
+        Field("port", "int"),
+        Field("path", "keyword"),
+        Field("query", "keyword"),
+        Field("ext", "keyword", lower=True),
+        Field("tld", "keyword", lower=True),
+        Field("registered_domain", "keyword", lower=True),
+        Field("subdomain", "keyword", lower=True),
+        Field("param", "set"),
+        Field("source", "set", lower=True),
+        Field("status", "intset"),
+        Field("mime", "set", lower=True),
+        Field("first_seen", "date"),
+        Field("last_seen", "date"),
+        Field("captures", "int"),
+    )
+}
+ALIASES = {
+    "extension": "ext",
+    "sources": "source",
+    "statuses": "status",
+    "status_code": "status",
+    "mimes": "mime",
+    "mime_type": "mime",
+    "params": "param",
+    "parameter": "param",
+    # The names of a URL record's ECS document (trawl/records/ecs.py and trawl.*),
+    # the ones Kibana shows, work on every store too (``url.domain:``, ``trawl.sources:``).
+    "url.full": "url",
+    "url.domain": "host",
+    "url.scheme": "scheme",
+    "url.port": "port",
+    "url.path": "path",
+    "url.query": "query",
+    "url.extension": "ext",
+    "url.top_level_domain": "tld",
+    "url.registered_domain": "registered_domain",
+    "url.subdomain": "subdomain",
+    "trawl.params": "param",
+    "trawl.sources": "source",
+    "trawl.status_codes": "status",
+    "trawl.mime_types": "mime",
+    "trawl.first_seen": "first_seen",
+    "trawl.last_seen": "last_seen",
+    "trawl.captures": "captures",
+}
+#: Fields ``--facet`` can count.
+FACETS = ("host", "source", "status", "mime", "ext", "scheme", "tld", "registered_domain", "port")
