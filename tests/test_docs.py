@@ -1,7 +1,8 @@
 """The reference docs cover what the code defines (after datasette's test_plugin_hooks_are_documented).
 
-A hook added to ``trawl/hookspecs.py`` or a setting added to ``trawl/settings.py``
-without a word in ``docs/`` fails here, naming what is missing.
+A hook added to ``trawl/hookspecs.py``, or a setting added to ``trawl/settings.py`` or
+declared by a registered component (a source class, a store, a notifier kind, a plugin
+module), without a word in ``docs/`` fails here, naming what is missing.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from urllib.parse import unquote
 import pluggy
 import pytest
 import scrapy.settings.default_settings as scrapy_defaults
+from scrapy.settings import Settings
 
 import trawl.settings
 from trawl import hookspecs
 from trawl.pipeline.manager import DEFAULT_PLUGINS, PROJECT
+from trawl.validation import declared_settings
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -44,12 +47,16 @@ def documented_hooks(text: str) -> set[str]:
 
 
 def trawl_settings() -> list[str]:
-    """Settings trawl defines that are not Scrapy's own."""
-    return sorted(
+    """Settings trawl defines that are not Scrapy's own: the core ones of trawl/settings.py and
+    those every registered component declares (sources, stores, notifier kinds, plugin modules)."""
+    core = {
         name
         for name in vars(trawl.settings)
         if name.isupper() and not name.startswith("_") and not hasattr(scrapy_defaults, name)
-    )
+    }
+    settings = Settings()
+    settings.setmodule(trawl.settings, priority="project")
+    return sorted(core | set(declared_settings(settings)))
 
 
 def documented_settings(text: str) -> set[str]:
@@ -67,6 +74,9 @@ def test_there_are_hooks_and_settings_to_check() -> None:
     assert "trawl_filter_batch" in HOOKS and len(HOOKS) >= 5
     assert {"STORE_URI", "TRAWL_PLUGINS", "TRAWL_PLUGINS_DISABLED"} <= set(trawl_settings())
     assert "LOG_LEVEL" not in trawl_settings()  # Scrapy's, set by trawl: not trawl's own
+    # declared by components, not by trawl/settings.py: a source, a store, a notifier kind, a plugin
+    declared = {"URLSCAN_PAGE_SIZE", "SQLITE_CACHE_MB", "TELEGRAM_API_BASE_URL", "FILTER_CODE"}
+    assert declared <= set(trawl_settings())
 
 
 @pytest.mark.parametrize("hook", HOOKS)

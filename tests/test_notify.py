@@ -296,3 +296,47 @@ def test_a_long_list_is_cut_to_the_receiver_limit() -> None:
     listed = [line for line in lines if line.startswith("https://")]
     assert listed == list(urls[: len(listed)]) and 10 < len(listed) < 100
     assert lines[-1] == f"... and {500 - len(listed):,} more"
+
+
+def test_a_plugin_registers_a_receiver_kind_that_is_notified(workdir: Path) -> None:
+    """Item 3 (issue 13): a kind is a class a plugin registers, not a branch of an if-chain."""
+    (workdir / "pager_notifier.py").write_text(
+        textwrap.dedent(
+            """
+            from trawl import hookimpl
+            from trawl.notify.receivers import ReceiverKind
+            from trawl.settings_checks import Setting, text
+
+            class PagerReceiver(ReceiverKind):
+                name = "pager"
+                settings_declared = {"PAGER_SEVERITY": Setting("low", text, "the page's severity")}
+
+                @classmethod
+                def payload(cls, receiver, summary):
+                    severity = summary.settings.get("PAGER_SEVERITY")
+                    return {"page": f"{summary.domain}: {summary.new_count} new", "severity": severity}
+
+            @hookimpl
+            def trawl_register_notifiers():
+                return {"pager": PagerReceiver}
+            """
+        )
+    )
+    with wayback() as server, FakeReceiver() as recv:
+        result = crawl(
+            workdir,
+            server,
+            TRAWL_PLUGINS='{"pager_notifier": true}',
+            NOTIFY_URLS=f"pager+{recv.base_url}/page/{HOOK_TOKEN}",
+        )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert recv.bodies("/page/" + HOOK_TOKEN) == [{"page": "example.com: 3 new", "severity": "low"}]
+    assert "notify: pager (127.0.0.1:" in result.stderr and HOOK_TOKEN not in result.stderr
+
+
+def test_without_the_plugin_its_kind_is_refused(workdir: Path) -> None:
+    result = crawl(workdir, None, NOTIFY_URLS="pager+https://pager.example/page", TRAWL_LOG_ALL="False")
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        "trawl: error: NOTIFY_URLS: pager+https:// is not a kind trawl can notify"
+    )

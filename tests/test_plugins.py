@@ -80,6 +80,11 @@ def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+def plugin_env(plugin_path: Path) -> dict[str, str]:
+    """The installed plugin on the path, with this checkout's trawl ahead of any other install."""
+    return {"PYTHONPATH": os.pathsep.join([str(plugin_path), str(ROOT)])}
+
+
 @pytest.fixture
 def server():
     with FakeCdxServer([make_capture(u, "20200101000000") for u in URLS], lines_per_page=10) as srv:
@@ -94,14 +99,14 @@ def crawl(workdir: Path, server: FakeCdxServer, env: dict | None = None, **setti
 
 
 def test_installed_plugin_adds_a_filter(workdir: Path, server: FakeCdxServer, plugin_path: Path) -> None:
-    result = crawl(workdir, server, env={"PYTHONPATH": str(plugin_path)})
+    result = crawl(workdir, server, env=plugin_env(plugin_path))
     assert result.returncode == 0, result.stderr[-2000:]
     assert set(result.lines("urls.txt")) == {"http://example.com/", "http://example.com/public/"}
     assert result.stat("trawl/filtered/drop_keyword") == "1"
 
 
 def test_plugin_reads_its_setting(workdir: Path, server: FakeCdxServer, plugin_path: Path) -> None:
-    result = crawl(workdir, server, env={"PYTHONPATH": str(plugin_path)}, DROP_KEYWORD="public")
+    result = crawl(workdir, server, env=plugin_env(plugin_path), DROP_KEYWORD="public")
     assert set(result.lines("urls.txt")) == {"http://example.com/", "http://example.com/private/report"}
 
 
@@ -114,7 +119,7 @@ def test_plugins_can_be_disabled(workdir: Path, server: FakeCdxServer, plugin_pa
     result = crawl(
         workdir,
         server,
-        env={"PYTHONPATH": str(plugin_path)},
+        env=plugin_env(plugin_path),
         TRAWL_PLUGINS_DISABLED="drop_keyword,url_filter",
     )
     # neither the third-party filter nor the built-in URL filter ran
@@ -122,7 +127,7 @@ def test_plugins_can_be_disabled(workdir: Path, server: FakeCdxServer, plugin_pa
 
 
 def test_plugins_command_lists_builtins_and_third_party(workdir: Path, plugin_path: Path) -> None:
-    result = run_scrapy(workdir, "plugins", env={"PYTHONPATH": str(plugin_path)})
+    result = run_scrapy(workdir, "plugins", env=plugin_env(plugin_path))
     assert result.returncode == 0
     names = {line.split()[0] for line in result.stdout.splitlines()}
     assert {
@@ -183,8 +188,7 @@ def test_an_essential_plugin_cannot_be_disabled(workdir: Path, server: FakeCdxSe
     result = crawl(workdir, server, TRAWL_PLUGINS_DISABLED=name)
     line = assert_refused(result)
     assert line == (
-        f"trawl: error: TRAWL_PLUGINS_DISABLED: {name} cannot be disabled"
-        " (essential: dedup, normalizer)"
+        f"trawl: error: TRAWL_PLUGINS_DISABLED: {name} cannot be disabled (essential: dedup, normalizer)"
     )
     assert server.requests == []
 
@@ -233,8 +237,7 @@ def test_scrapy_list_reports_a_bad_plugin_setting(workdir: Path) -> None:
     result = run_scrapy(workdir, "list", "-s", "TRAWL_PLUGINS_DISABLED=normalizer")
     assert result.returncode == 2
     assert usage_errors(result) == [
-        "trawl: error: TRAWL_PLUGINS_DISABLED: normalizer cannot be disabled"
-        " (essential: dedup, normalizer)"
+        "trawl: error: TRAWL_PLUGINS_DISABLED: normalizer cannot be disabled (essential: dedup, normalizer)"
     ]
     assert result.stdout == ""
 
@@ -304,7 +307,7 @@ def test_a_third_party_plugin_may_not_take_a_built_in_name(
 
 
 def test_the_example_plugin_loads_through_its_entry_point(workdir: Path, plugin_path: Path) -> None:
-    result = run_scrapy(workdir, "plugins", env={"PYTHONPATH": str(plugin_path)})
+    result = run_scrapy(workdir, "plugins", env=plugin_env(plugin_path))
     assert result.returncode == 0, result.stderr[-2000:]
     lines = {line.split()[0]: line.split() for line in result.stdout.splitlines()}
     assert sorted(lines) == sorted([*BUILTINS, "drop_keyword"])
@@ -312,7 +315,7 @@ def test_the_example_plugin_loads_through_its_entry_point(workdir: Path, plugin_
 
 
 def test_a_third_party_name_is_known_to_trawl_plugins_disabled(workdir: Path, plugin_path: Path) -> None:
-    env = {"PYTHONPATH": str(plugin_path)}
+    env = plugin_env(plugin_path)
     result = run_scrapy(workdir, "plugins", "-s", "TRAWL_PLUGINS_DISABLED=drop_keyword", env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "drop_keyword         (disabled by TRAWL_PLUGINS_DISABLED)" in result.stdout.splitlines()
@@ -408,3 +411,55 @@ def test_hookimpl_is_importable_from_trawl_without_scrapy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+# --- a third-party source with settings of its own (issue 13, item 2) ------------------------------
+
+
+def tiny_cdx(workdir: Path, server: FakeCdxServer, plugin_path: Path, **settings: object) -> CrawlResult:
+    values = {"TINYCDX_BASE_URL": server.base_url, "TRAWL_LOG_ALL": "False", **settings}
+    return run_scrapy(workdir, *crawl_args("tinycdx", "example.com", values), env=plugin_env(plugin_path))
+
+
+def test_a_plugin_source_gets_its_declared_default(
+    workdir: Path, server: FakeCdxServer, plugin_path: Path
+) -> None:
+    result = tiny_cdx(workdir, server, plugin_path, TRAWL_LOG_ALL="True", RATE_LIMITS_ENABLED="True")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [dict(r.params).get("limit") for r in server.requests] == ["5"]
+    # its declared budget is the gate's, as a built-in source's is
+    assert "tinycdx: at most 10 requests per 1 s" in result.stderr
+
+
+def test_a_plugin_source_setting_is_overridden_with_s(
+    workdir: Path, server: FakeCdxServer, plugin_path: Path
+) -> None:
+    result = tiny_cdx(workdir, server, plugin_path, TINYCDX_LIMIT=2)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [dict(r.params).get("limit") for r in server.requests] == ["2"]
+
+
+@pytest.mark.parametrize("source", ["tinycdx", "all"])
+def test_a_bad_value_of_a_plugin_source_setting_is_one_line(
+    workdir: Path, server: FakeCdxServer, plugin_path: Path, source: str
+) -> None:
+    values = {"TINYCDX_BASE_URL": server.base_url, "TRAWL_LOG_ALL": "False", "TINYCDX_LIMIT": "lots"}
+    extra = ("-a", "sources=tinycdx") if source == "all" else ()
+    args = crawl_args(source, "example.com", values, *extra)
+    result = run_scrapy(workdir, *args, env=plugin_env(plugin_path))
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.stderr.splitlines() == [
+        "trawl: error: TINYCDX_LIMIT must be a whole number from 1 to 1000, got 'lots'"
+    ]
+    assert server.requests == []
+
+
+def test_a_plugin_source_setting_is_in_the_docs_test_view(plugin_path: Path) -> None:
+    """tests/test_docs.py enumerates the registered components' settings: the plugin's are there."""
+    code = "from tests.test_docs import trawl_settings; print(' '.join(trawl_settings()))"
+    env = dict(os.environ, **plugin_env(plugin_path))
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    )
+    names = set(proc.stdout.split())
+    assert {"TINYCDX_LIMIT", "TINYCDX_BASE_URL", "URLSCAN_PAGE_SIZE"} <= names

@@ -55,9 +55,9 @@ def test_a_server_that_never_answers_is_reported_as_it_happens(workdir: Path) ->
 
 
 def test_each_source_has_a_timeout_that_fits_it(workdir: Path) -> None:
-    from trawl import settings as defaults
+    from trawl.sources.builtin import BUILTIN_SOURCES
 
-    timeouts = defaults.SOURCE_DOWNLOAD_TIMEOUT
+    timeouts = {source.name: source.default_download_timeout for source in BUILTIN_SOURCES}
     assert timeouts["otx"] < timeouts["wayback"] and timeouts["urlscan"] < timeouts["commoncrawl"]
     with SilentServer() as wayback, SilentServer() as otx:
         settings = {

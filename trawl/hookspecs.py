@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     import polars as pl
     from scrapy import Spider
 
+    from trawl.notify.receivers import ReceiverKind
     from trawl.pipeline.context import RunContext
     from trawl.records.batches import Batch
     from trawl.run.summary import RunSummary
@@ -64,6 +65,18 @@ def trawl_register_stores() -> dict[str, type[WritingStore]]:
     ``SearchableStore`` for resume, ``crawl all -o`` and ``scrapy search``
     (a run that needs one the store lacks is refused in one line). This is
     the only way to add a store.
+    """
+
+
+@hookspec
+def trawl_register_notifiers() -> dict[str, type[ReceiverKind]]:
+    """Return ``{kind: ReceiverKindClass}`` for the notifier receivers this plugin adds.
+
+    A ``NOTIFY_URLS`` entry ``KIND+https://...`` (or one of the kind's own
+    ``schemes``, or a plain ``https://`` URL its ``claims`` recognises) is
+    posted what the class's ``payload`` builds. Subclass
+    :class:`trawl.notify.receivers.ReceiverKind`; its ``settings_declared``
+    are checked and defaulted like any other component's.
     """
 
 

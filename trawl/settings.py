@@ -1,6 +1,10 @@
-"""Scrapy settings for trawl. Every setting is documented in docs/settings.md.
+"""Scrapy settings for trawl: the core ones. Every setting is documented in docs/settings.md.
 
 Override any of them with ``-s NAME=value`` or in a project's own settings.
+Components bring their own settings (trawl.settings_checks): each source class
+declares its budget, concurrency, timeout, base URL, key and own settings; each
+store, the notifier and its receiver kinds, and the URL filter theirs. Their
+defaults apply under anything set here or with ``-s``.
 """
 
 from trawl.stores.location import default_store_uri
@@ -22,8 +26,8 @@ ROBOTSTXT_OBEY = False  # APIs, not pages: robots.txt does not govern them
 # $TRAWL_STORE_URI, else ~/.local/share/trawl/trawl.db ($XDG_DATA_HOME/trawl): the same store
 # for every run of a user, from any directory, by hand, cron or scrapyd (trawl.stores.location).
 STORE_URI = default_store_uri()
-SQLITE_SYNCHRONOUS = "NORMAL"
-SQLITE_CACHE_MB = 64
+# Each store's own settings are declared by its class (SQLITE_*: trawl.stores.sqlite.store,
+# ELASTICSEARCH_*: trawl.stores.elasticsearch.config).
 # Pages smaller than this wait up to BATCH_COALESCE_SECONDS for more of their source and are
 # stored as one batch (trawl/pipeline/coalesce.py); 0 stores every page on its own.
 BATCH_COALESCE_ROWS = 5000
@@ -50,13 +54,10 @@ FEED_STORAGES = {
     "file": "trawl.exports.storage.SafeFileFeedStorage",
 }
 
-# --- Notifications when a run ends (trawl.notify) ------------------------------------
-# Receivers: https://... (JSON), slack+https://..., discord+https://..., telegram://TOKEN@CHAT_ID.
-NOTIFY_URLS: list[str] = []
-NOTIFY_ON = "always"  # always, new (the run added URLs), error (exit status not 0); or several
-NOTIFY_MAX_URLS = 20  # new URLs listed in a notification (and in the run summary)
-NOTIFY_TIMEOUT = 5.0  # seconds for all receivers together; a slow one is left behind
-TELEGRAM_API_BASE_URL = "https://api.telegram.org"
+# --- The run summary and notifications when a run ends ----------------------------------
+# NOTIFY_URLS, NOTIFY_ON, NOTIFY_TIMEOUT: declared by the notifier (trawl.notify), and
+# TELEGRAM_API_BASE_URL by its telegram receiver kind (trawl.notify.receivers).
+NOTIFY_MAX_URLS = 20  # new URLs listed in the run summary (and so in a notification)
 
 # --- Progress ----------------------------------------------------------------------------
 EXTENSIONS = {
@@ -93,9 +94,8 @@ DOWNLOAD_HANDLERS = {
     "http": "trawl.politeness.handler.GatedHTTPDownloadHandler",
     "https": "trawl.politeness.handler.GatedHTTPDownloadHandler",
 }
-# The Internet Archive bans an IP after three 429s in a row: with two requests in flight,
-# the first 429 cannot become three before the gate pauses the source (trawl.politeness.aimd).
-SOURCE_CONCURRENCY: dict[str, int] = {"wayback": 2}
+# Per source, over the source class's default_concurrency (wayback's is 2).
+SOURCE_CONCURRENCY: dict[str, int] = {}
 RETRY_LIMITS: dict[str, int] = {}
 RETRY_BACKOFF_BASE = 1.0
 RETRY_BACKOFF_MAX = 60.0
@@ -116,20 +116,14 @@ AUTOTHROTTLE_TARGET_CONCURRENCY = 2.0
 # --- Downloads ---------------------------------------------------------------------------
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 4
-# Scrapy's, with each source's concurrency (SOURCE_CONCURRENCY, else CONCURRENT_REQUESTS_PER_DOMAIN)
-# enforced by its download slot under the asyncio reactor too (see the module).
+# Scrapy's, with each source's concurrency (SOURCE_CONCURRENCY, else the source's
+# default_concurrency, else CONCURRENT_REQUESTS_PER_DOMAIN) enforced by its download slot
+# under the asyncio reactor too (see the module).
 DOWNLOADER = "trawl.politeness.downloader.Downloader"
 DOWNLOAD_TIMEOUT = 120
-# Per source: a CDX page may take a minute to come, an API page that has not come in 30 s will not.
-SOURCE_DOWNLOAD_TIMEOUT = {
-    "wayback": 120,
-    "commoncrawl": 120,
-    "otx": 30,
-    "urlscan": 30,
-    "virustotal": 30,
-    "intelx": 30,
-    "ghostarchive": 60,
-}
+# Per source, over the source class's default_download_timeout (a CDX page may take a minute
+# to come, an API page that has not come in 30 s will not).
+SOURCE_DOWNLOAD_TIMEOUT: dict[str, float] = {}
 RETRY_ENABLED = True
 RETRY_TIMES = 3
 RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]
@@ -142,105 +136,11 @@ TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False  # no listening port on a crawler machine by default
 
 # --- Sources -----------------------------------------------------------------------------
-WAYBACK_BASE_URL = "https://web.archive.org"
-WAYBACK_CDX_PATH = "/cdx/search/cdx"
-WAYBACK_DIALECT = "auto"
-WAYBACK_PAGE_SIZE = 0
-
-COMMONCRAWL_BASE_URL = "https://index.commoncrawl.org"
-COMMONCRAWL_COLLINFO_TTL = 86400  # seconds collinfo.json stays cached
-OTX_BASE_URL = "https://otx.alienvault.com"
-OTX_API_KEY = ""
-URLSCAN_BASE_URL = "https://urlscan.io"
-URLSCAN_API_KEY = ""
-URLSCAN_API_KEYS = ""
-VIRUSTOTAL_BASE_URL = "https://www.virustotal.com"
-VIRUSTOTAL_API_KEY = ""
-INTELX_BASE_URL = "https://2.intelx.io"
-INTELX_FALLBACK_BASE_URL = "https://free.intelx.io"
-INTELX_API_KEY = ""
-GHOSTARCHIVE_BASE_URL = "https://ghostarchive.org"
-# Where trawl caches small upstream metadata (Common Crawl's collinfo.json).
-TRAWL_CACHE_DIR = "~/.cache/trawl"
-
-# Requests per period each source's public service tolerates (enforced per source
-# by trawl.politeness.ratelimit; check_only estimates durations with them).
-RATE_LIMITS = {
-    "wayback": "60/60s",
-    "commoncrawl": "1/1s",
-    "otx": "100/60s",
-    "urlscan": "120/60s",
-    "virustotal": "4/60s",
-    "intelx": "1/1s",
-    "ghostarchive": "30/60s",
-}
-
-# --- Filters (waymore 8.9's names and defaults) ------------------------------------------
-FILTER_CODE = "404,301,302"
-FILTER_MIME = (
-    "text/css,image/jpeg,image/jpg,image/png,image/svg+xml,image/gif,image/tiff,image/webp,"
-    "image/bmp,image/vnd,image/x-icon,image/vnd.microsoft.icon,font/ttf,font/woff,font/woff2,"
-    "font/x-woff2,font/x-woff,font/otf,audio/mpeg,audio/wav,audio/webm,audio/aac,audio/ogg,"
-    "audio/wav,audio/webm,video/mp4,video/mpeg,video/webm,video/ogg,video/mp2t,video/webm,"
-    "video/x-msvideo,video/x-flv,application/font-woff,application/font-woff2,"
-    "application/x-font-woff,application/x-font-woff2,application/vnd.ms-fontobject,"
-    "application/font-sfnt,application/vnd.android.package-archive,binary/octet-stream,"
-    "application/octet-stream,application/x-font-ttf,application/x-font-otf,video/webm,"
-    "video/3gpp,application/font-ttf,audio/mp3,audio/x-wav,image/pjpeg,audio/basic,"
-    "application/font-otf,application/x-ms-application,application/x-msdownload,"
-    "video/x-ms-wmv,image/x-png,video/quicktime,image/x-ms-bmp,font/opentype,"
-    "application/x-font-opentype,application/x-woff,audio/aiff,video/x-ms-asf,"
-    "audio/x-ms-wma,audio/wma,application/x-mplayer2,image/avif"
-)
-FILTER_URL = (
-    ".css,.jpg,.jpeg,.png,.svg,.img,.gif,.mp4,.flv,.ogv,.webm,.webp,.mov,.mp3,.m4a,.m4p,"
-    ".scss,.tif,.tiff,.ttf,.otf,.woff,.woff2,.bmp,.ico,.eot,.htc,.rtf,.swf,.image,/image,"
-    "/img,/css,/wp-json,/wp-content,/wp-includes,/theme,/audio,/captcha,/font,node_modules,"
-    "/jquery,/bootstrap,/_incapsula_resource,.wmv,.wma,.asx,.avif"
-)
-FILTER_KEYWORDS = (
-    "admin,login,logon,signin,signup,register,registration,dash,portal,ftp,panel,.js,api,"
-    "robots.txt,graph,gql,config,backup,debug,db,database,git,cgi-bin,swagger,zip,.rar,"
-    "tar.gz,internal,jira,jenkins,confluence,atlassian,okta,corp,upload,delete,email,sql,"
-    "create,edit,test,temp,cache,wsdl,log,payment,setting,mail,file,redirect,chat,billing,"
-    "doc,trace,ftp,gateway,import,proxy,dev,stage,stg,uat,sonar.ci.,.cp."
-)
-MATCH_CODE = ""
-MATCH_MIME = ""
-
-# --- urlscan -----------------------------------------------------------------------------
-URLSCAN_PAGE_SIZE = 100  # results per search request (urlscan: default 100, at most 10000)
-# Longest wait for a rate-limited key's reset before the run stops as partial (seconds).
-URLSCAN_MAX_WAIT = 3600
-
-# --- Elasticsearch store (STORE_URI=elasticsearch://host:9200) ------------------------------
-# elasticsearch+https://user:password@host:9200 for TLS and basic auth; docs/elasticsearch.md.
-ELASTICSEARCH_API_KEY = ""  # or the ELASTICSEARCH_API_KEY environment variable
-ELASTICSEARCH_CA_CERTS = ""  # CA bundle (PEM) for https clusters with a private CA
-ELASTICSEARCH_VERIFY_CERTS = True
-ELASTICSEARCH_TIMEOUT = 30  # seconds per request
-ELASTICSEARCH_INDEX_PREFIX = "trawl"  # indexes <prefix>-urls-v1, <prefix>-pages, <prefix>-runs
-ELASTICSEARCH_SHARDS = 1
-ELASTICSEARCH_REPLICAS = "0-1"  # a number, or an auto_expand_replicas range
-ELASTICSEARCH_BULK_DOCS = 2000  # documents per _bulk request
-# Tries again for documents the cluster rejects with 429, and for a store request that fails
-# as a whole (timeout, refused or reset connection, HTTP 502/503/504) before the crawl stops.
-ELASTICSEARCH_RETRIES = 5
-ELASTICSEARCH_BACKOFF = 0.5  # first wait before such a try (seconds), doubled each time
-ELASTICSEARCH_BACKOFF_MAX = 10.0
-# Documents that still fail land here, one JSON line each; `scrapy es-replay` writes them.
-ELASTICSEARCH_DEAD_LETTERS = "trawl-es-dead-letters.ndjson"
-
-# --- VirusTotal ----------------------------------------------------------------------------
-# Seconds to wait after an over-quota answer (HTTP 204, empty body) before the one retry.
-VIRUSTOTAL_QUOTA_WAIT = 60
-
-# --- Intelligence X ------------------------------------------------------------------------
-INTELX_MAX_RESULTS = 10000  # "maxresults" of the phonebook search
-INTELX_PAGE_SIZE = 1000  # "limit" of each result request
-INTELX_SEARCH_TIMEOUT = 5  # "timeout" of the search (seconds, IntelX side)
-INTELX_POLL_INTERVAL = 2.0  # seconds between result requests while IntelX answers "not ready yet"
-INTELX_MAX_POLLS = 30  # "not ready yet" answers in a row before the run gives up
+# Each source class declares its own (trawl/sources/): its base URL (WAYBACK_BASE_URL...), API key
+# (OTX_API_KEY...), settings (URLSCAN_PAGE_SIZE...) and budget. RATE_LIMITS overrides budgets per
+# source, requests per period ({"wayback": "30/60s"}); the gate enforces them (trawl.politeness).
+RATE_LIMITS: dict[str, str] = {}
+# The waymore filters (FILTER_*, MATCH_*) are declared with them, in trawl.pipeline.filters.
 
 # --- Recurring schedules in scrapyd (`trawl schedule`, docs/schedules.md) -----------------------
 SCRAPYD_URL = "http://localhost:6800"  # the scrapyd `trawl schedule` talks to (--url)

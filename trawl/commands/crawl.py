@@ -35,7 +35,7 @@ from trawl.run.summary import build_summary, overall_outcome, run_finished
 from trawl.sources.arguments import parse_bool
 from trawl.sources.target import parse_target
 from trawl.stores.registry import check_store_uri, describe_store_uri
-from trawl.validation import LOGGING_SETTINGS, validate_settings
+from trawl.validation import LOGGING_SETTINGS, apply_declared_defaults, validate_settings
 
 if TYPE_CHECKING:
     import pluggy
@@ -73,6 +73,8 @@ class Command(ScrapyCrawlCommand):
             plugins = self._plugins()
             sources = [n for n in self.crawler_process.spider_loader.list() if n != ALL]
             validate_settings(self.settings, sources=sources)
+            # The components' own defaults, under anything set: every crawler copies them.
+            apply_declared_defaults(self.settings)
         except TrawlError as exc:
             self._fail(str(exc))
             return

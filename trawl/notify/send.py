@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import orjson
 
-from trawl.notify.targets import Receiver
+from trawl.notify.receivers import Receiver
 
 logger = logging.getLogger("trawl.notify")
 

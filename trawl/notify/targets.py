@@ -1,14 +1,11 @@
 """``NOTIFY_URLS``: where notifications go, which kind each is, and its secrets.
 
-One entry per receiver; the kind comes from a scheme prefix, or else from the
-host:
-
-* ``https://host/path``: ``webhook``, the summary as JSON, posted to the URL;
-  ``json+https://...`` names the kind explicitly;
-* ``slack+https://...``, or any ``https://hooks.slack.com/...``: ``slack``;
-* ``discord+https://...``, or ``https://discord.com/api/webhooks/...``: ``discord``;
-* ``telegram://TOKEN@CHAT_ID``: ``telegram``, posted to
-  ``TELEGRAM_API_BASE_URL/botTOKEN/sendMessage``.
+One entry per receiver; its kind (:mod:`trawl.notify.receivers`, extended by
+plugins through ``trawl_register_notifiers``) comes from a scheme a kind owns
+(``telegram://TOKEN@CHAT_ID``), a ``KIND+https://`` prefix
+(``slack+https://...``, ``json+https://...`` for ``webhook``), else from the
+host (``https://hooks.slack.com/...`` is ``slack``), else it is ``webhook``:
+the summary as JSON, posted to the URL.
 
 Whatever identifies a receiver is a secret (a Slack or Discord webhook's path
 *is* its token, a generic webhook may carry one in its query or user info, a
@@ -24,31 +21,40 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 from trawl.errors import TrawlUsageError
+from trawl.notify.receivers import Receiver, ReceiverKind, WebhookReceiver
 from trawl.run.secrets import register_secret
+from trawl.run.summary import RunSummary
 
-KINDS = ("webhook", "slack", "discord", "telegram")
-_PREFIXES = {"json": "webhook", "webhook": "webhook", "slack": "slack", "discord": "discord"}
-_DISCORD_HOSTS = ("discord.com", "discordapp.com", "ptb.discord.com", "canary.discord.com")
-_TOKEN_LIKE = re.compile(r".*\d.*")
-FORMS = "https://..., slack+https://..., discord+https://..., json+https://... or telegram://TOKEN@CHAT_ID"
+__all__ = ["Receiver", "forms", "payload", "read_entries", "read_receivers", "receiver_kinds"]
 
 
-@dataclass(frozen=True)
-class Receiver:
-    """One entry of ``NOTIFY_URLS``: its kind, where to post, how logs name it."""
+def receiver_kinds(settings: Mapping[str, Any]) -> dict[str, type[ReceiverKind]]:
+    """Every kind the plugins of these settings register, by name (trawl's own from ``notify``)."""
+    from trawl.pipeline.manager import plugin_manager_from_settings
 
-    kind: str
-    url: str
-    label: str
-    chat_id: str = ""
+    kinds: dict[str, type[ReceiverKind]] = {}
+    for registered in plugin_manager_from_settings(settings).hook.trawl_register_notifiers():
+        for name, kind in (registered or {}).items():
+            known = kinds.get(name)
+            if known is not None and known is not kind:
+                raise TrawlUsageError(
+                    f"two notifier kinds are named {name!r}: {known.__module__} and {kind.__module__}"
+                )
+            kinds[name] = kind
+    return kinds
 
 
-def read_entries(settings: Mapping[str, Any]) -> list[str]:
+def forms(kinds: Mapping[str, type[ReceiverKind]]) -> str:
+    """How entries are written, for error messages."""
+    shown = [kind.form or f"{name}+https://..." for name, kind in kinds.items()]
+    return ", ".join(shown) or "no notifier kind is registered"
+
+
+def read_entries(settings: Mapping[str, Any], kinds: Mapping[str, type[ReceiverKind]]) -> list[str]:
     """``NOTIFY_URLS`` from the setting, else the environment: a list, a JSON list, or
     text separated by commas, spaces or newlines."""
     raw = settings.get("NOTIFY_URLS")
@@ -64,68 +70,55 @@ def read_entries(settings: Mapping[str, Any]) -> list[str]:
         else:
             raw = re.split(r"[\s,]+", text)
     if not isinstance(raw, list | tuple) or not all(isinstance(v, str) for v in raw):
-        raise TrawlUsageError(f"NOTIFY_URLS takes a list of URLs ({FORMS})")
+        raise TrawlUsageError(f"NOTIFY_URLS takes a list of URLs ({forms(kinds)})")
     return [entry.strip() for entry in raw if entry and entry.strip()]
 
 
 def read_receivers(settings: Mapping[str, Any]) -> list[Receiver]:
     """Every receiver of ``NOTIFY_URLS``, its secrets registered; ``TrawlUsageError`` for a bad one."""
-    entries = read_entries(settings)
-    for entry in entries:  # all of them first: an error about the second must not show the first
-        _register_parts(entry)
-    base = str(settings.get("TELEGRAM_API_BASE_URL") or "").rstrip("/")
-    return [parse_entry(entry, base) for entry in entries]
+    raw = settings.get("NOTIFY_URLS") or os.environ.get("NOTIFY_URLS", "")
+    if not raw:
+        return []
+    kinds = receiver_kinds(settings)
+    entries = read_entries(settings, kinds)
+    picked = [_pick(entry, kinds) for entry in entries]
+    for entry, (kind, _) in zip(entries, picked, strict=True):
+        # all of them first: an error about the second must not show the first
+        for secret in (kind or WebhookReceiver).secrets(entry):
+            register_secret(secret)
+    receivers = []
+    for entry, (kind, url) in zip(entries, picked, strict=True):
+        if kind is None:
+            raise TrawlUsageError(f"NOTIFY_URLS: {url} is not a kind trawl can notify (use {forms(kinds)})")
+        receivers.append(kind.parse(entry, url, settings))
+    return receivers
 
 
-def parse_entry(entry: str, telegram_base: str) -> Receiver:
+def _pick(entry: str, kinds: Mapping[str, type[ReceiverKind]]) -> tuple[type[ReceiverKind] | None, str]:
+    """The kind of an entry and the http(s) URL in it; ``(None, "SCHEME://")`` for no kind."""
     scheme, sep, rest = entry.partition("://")
     scheme = scheme.lower()
     if not sep:
-        raise TrawlUsageError(f"NOTIFY_URLS: an entry is not a URL (use {FORMS})")
-    if scheme == "telegram":
-        token, at, chat = rest.partition("@")
-        chat = chat.rstrip("/")
-        if not at or not token or not chat:
-            raise TrawlUsageError("NOTIFY_URLS: a telegram entry takes the form telegram://TOKEN@CHAT_ID")
-        register_secret(token)
-        return Receiver("telegram", f"{telegram_base}/bot{token}/sendMessage", "telegram", chat)
-    kind, plus, transport = scheme.partition("+")
+        raise TrawlUsageError(f"NOTIFY_URLS: an entry is not a URL (use {forms(kinds)})")
+    for kind in kinds.values():
+        if scheme in kind.schemes:
+            return kind, entry
+    name, plus, transport = scheme.partition("+")
     if plus:
-        if kind not in _PREFIXES or transport not in ("http", "https"):
-            raise TrawlUsageError(f"NOTIFY_URLS: {scheme}:// is not a kind trawl can notify (use {FORMS})")
-        kind, url = _PREFIXES[kind], f"{transport}://{rest}"
-    elif scheme in ("http", "https"):
-        kind, url = "webhook", entry
-    else:
-        raise TrawlUsageError(f"NOTIFY_URLS: {scheme}:// is not a kind trawl can notify (use {FORMS})")
-    parts = urlsplit(url)
-    host = (parts.hostname or "").lower()
-    if not host:
-        raise TrawlUsageError(f"NOTIFY_URLS: a {kind} entry has no host (use {FORMS})")
-    if not plus and host == "hooks.slack.com":
-        kind = "slack"
-    elif not plus and host in _DISCORD_HOSTS and parts.path.startswith("/api/webhooks/"):
-        kind = "discord"
-    shown = host if parts.port is None else f"{host}:{parts.port}"
-    return Receiver(kind, url, f"{kind} ({shown})")
+        for kind_name, kind in kinds.items():
+            if name in (kind_name, *kind.prefixes) and transport in ("http", "https") and not kind.schemes:
+                return kind, f"{transport}://{rest}"
+        return None, f"{scheme}://"
+    if scheme not in ("http", "https"):
+        return None, f"{scheme}://"
+    parts = urlsplit(entry)
+    for kind in kinds.values():
+        if kind.claims(parts):
+            return kind, entry
+    return kinds.get(WebhookReceiver.name), entry
 
 
-def _register_parts(entry: str) -> None:
-    """Register what in an entry could be a token: the entry, its user info, path and query values."""
-    register_secret(entry)
-    scheme, _, rest = entry.partition("://")
-    if scheme.lower() == "telegram":
-        token = rest.partition("@")[0]
-        register_secret(token)
-        register_secret(token.partition(":")[2])
-        return
-    parts = urlsplit(entry.partition("+")[2] if "+" in scheme else entry)
-    register_secret(parts.password)
-    register_secret(parts.path.rstrip("/"))
-    for segment in parts.path.split("/"):
-        # Tokens, not words: "services" or "webhooks" stay readable.
-        if len(segment) >= 20 or (len(segment) >= 8 and _TOKEN_LIKE.fullmatch(segment)):
-            register_secret(segment)
-    register_secret(parts.query)
-    for _, value in parse_qsl(parts.query, keep_blank_values=False):
-        register_secret(value)
+def payload(receiver: Receiver, summary: RunSummary) -> dict[str, Any]:
+    """The JSON body a receiver is sent, as its kind builds it."""
+    assert receiver.handler is not None
+    return receiver.handler.payload(receiver, summary)

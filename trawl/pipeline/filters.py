@@ -4,7 +4,7 @@ Names and defaults follow waymore 8.9's ``config.yml`` (FILTER_CODE,
 FILTER_MIME, FILTER_URL, FILTER_KEYWORDS) plus its match forms (MATCH_CODE,
 MATCH_MIME), so a waymore user's config file works as it is (``-a config=``).
 
-Precedence, lowest first: ``settings.py`` defaults, ``-s NAME=...``, the
+Precedence, lowest first: the defaults in :data:`FILTER_SETTINGS`, ``-s NAME=...``, the
 ``-a config=`` file, ``-a name=...``. ``-a filters=false`` turns all of them off.
 
 Sources that can filter server-side (CDX ``filter=``) do so to save transfer;
@@ -16,13 +16,15 @@ cannot leak filtered records into the store.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+from scrapy.settings import BaseSettings
 
 from trawl.errors import TrawlUsageError
+from trawl.settings_checks import Setting, read, text_list
 from trawl.sources.arguments import parse_bool, parse_date, split_list
 
 FILTER_NAMES = ("FILTER_CODE", "FILTER_MIME", "FILTER_URL", "FILTER_KEYWORDS", "MATCH_CODE", "MATCH_MIME")
@@ -43,6 +45,54 @@ def check_status_codes(where: str, value: object) -> None:
                 f"{where} expects HTTP status codes of 3 digits, comma-separated (waymore's -fc/-mc),"
                 f" e.g. 404,301,302; got {value!r}"
             )
+
+
+def _check_codes(settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
+    check_status_codes(name, settings.get(name))
+
+
+# waymore 8.9's names and defaults.
+_FILTER_CODE = "404,301,302"
+_FILTER_MIME = (
+    "text/css,image/jpeg,image/jpg,image/png,image/svg+xml,image/gif,image/tiff,image/webp,"
+    "image/bmp,image/vnd,image/x-icon,image/vnd.microsoft.icon,font/ttf,font/woff,font/woff2,"
+    "font/x-woff2,font/x-woff,font/otf,audio/mpeg,audio/wav,audio/webm,audio/aac,audio/ogg,"
+    "audio/wav,audio/webm,video/mp4,video/mpeg,video/webm,video/ogg,video/mp2t,video/webm,"
+    "video/x-msvideo,video/x-flv,application/font-woff,application/font-woff2,"
+    "application/x-font-woff,application/x-font-woff2,application/vnd.ms-fontobject,"
+    "application/font-sfnt,application/vnd.android.package-archive,binary/octet-stream,"
+    "application/octet-stream,application/x-font-ttf,application/x-font-otf,video/webm,"
+    "video/3gpp,application/font-ttf,audio/mp3,audio/x-wav,image/pjpeg,audio/basic,"
+    "application/font-otf,application/x-ms-application,application/x-msdownload,"
+    "video/x-ms-wmv,image/x-png,video/quicktime,image/x-ms-bmp,font/opentype,"
+    "application/x-font-opentype,application/x-woff,audio/aiff,video/x-ms-asf,"
+    "audio/x-ms-wma,audio/wma,application/x-mplayer2,image/avif"
+)
+_FILTER_URL = (
+    ".css,.jpg,.jpeg,.png,.svg,.img,.gif,.mp4,.flv,.ogv,.webm,.webp,.mov,.mp3,.m4a,.m4p,"
+    ".scss,.tif,.tiff,.ttf,.otf,.woff,.woff2,.bmp,.ico,.eot,.htc,.rtf,.swf,.image,/image,"
+    "/img,/css,/wp-json,/wp-content,/wp-includes,/theme,/audio,/captcha,/font,node_modules,"
+    "/jquery,/bootstrap,/_incapsula_resource,.wmv,.wma,.asx,.avif"
+)
+_FILTER_KEYWORDS = (
+    "admin,login,logon,signin,signup,register,registration,dash,portal,ftp,panel,.js,api,"
+    "robots.txt,graph,gql,config,backup,debug,db,database,git,cgi-bin,swagger,zip,.rar,"
+    "tar.gz,internal,jira,jenkins,confluence,atlassian,okta,corp,upload,delete,email,sql,"
+    "create,edit,test,temp,cache,wsdl,log,payment,setting,mail,file,redirect,chat,billing,"
+    "doc,trace,ftp,gateway,import,proxy,dev,stage,stg,uat,sonar.ci.,.cp."
+)
+MATCH_CODE = ""
+
+#: The filter settings, their defaults (waymore's) and checks; declared by the ``url_filter``
+#: plugin, read by every source that filters server-side too.
+FILTER_SETTINGS: dict[str, Setting] = {
+    "FILTER_CODE": Setting(_FILTER_CODE, _check_codes, "statuses to drop (waymore's -fc)"),
+    "FILTER_MIME": Setting(_FILTER_MIME, text_list, "mime types to drop"),
+    "FILTER_URL": Setting(_FILTER_URL, text_list, "URL substrings to drop"),
+    "FILTER_KEYWORDS": Setting(_FILTER_KEYWORDS, text_list, "the keywords of -a keywords_only=true"),
+    "MATCH_CODE": Setting("", _check_codes, "statuses to keep, all others dropped (waymore's -mc)"),
+    "MATCH_MIME": Setting("", text_list, "mime types to keep, all others dropped"),
+}
 
 
 @dataclass(frozen=True)
@@ -178,7 +228,7 @@ def build_filter_config(settings: Mapping[str, object], args: Mapping[str, objec
         chosen: object | None = None
         where = name
         for layer in layers:
-            found = _lookup(layer, name) if layer is not settings else settings.get(name)
+            found = _lookup(layer, name) if layer is not settings else read(settings, FILTER_SETTINGS, name)
             if found is not None:
                 chosen = found
                 where = _layer_label(name, layer, settings, args, config_path)

@@ -63,15 +63,23 @@ def source_concurrency(settings: BaseSettings, spider: Spider | type[Spider]) ->
     """Requests of a source in flight at once: ``SOURCE_CONCURRENCY``, else the spider's
     ``default_concurrency``, else ``CONCURRENT_REQUESTS_PER_DOMAIN``. The gate holds it,
     and so does the source's download slot (trawl.politeness.downloader), gate or no gate."""
-    default = getattr(spider, "default_concurrency", settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN"))
+    default = getattr(spider, "default_concurrency", None)
+    if default is None:
+        default = settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN")
     return int(settings.getdict("SOURCE_CONCURRENCY").get(spider.name, default))
+
+
+def source_rate(settings: BaseSettings, spider: Spider | type[Spider]) -> str | None:
+    """A source's budget (``"60/60s"``): ``RATE_LIMITS``, else the spider's ``default_rate_limit``.
+
+    The one reading of it: the gate enforces it, ``check_only`` estimates durations with it.
+    """
+    return settings.getdict("RATE_LIMITS").get(spider.name, getattr(spider, "default_rate_limit", None))
 
 
 def source_limiter(crawler: Crawler, spider: Spider) -> SourceLimiter:
     settings = crawler.settings
-    name = spider.name
-    rate = settings.getdict("RATE_LIMITS").get(name, getattr(spider, "default_rate_limit", None))
-    return limiter_for(name, rate, source_concurrency(settings, spider))
+    return limiter_for(spider.name, source_rate(settings, spider), source_concurrency(settings, spider))
 
 
 class RateLimitMiddleware:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 
 from trawl.errors import TrawlUsageError
+from trawl.politeness.ratelimit import source_rate
 from trawl.politeness.rates import format_duration, parse_rate
 from trawl.run.failcause import estimate_unknown
 from trawl.run.jobdir import JOB_ID, RESUMABLE
@@ -193,7 +194,7 @@ def _estimate_duration(run: SourceRun, settings: Settings) -> str:
     if run.outcome == SKIPPED_NO_KEY or _estimate_requests(run).startswith("unknown"):
         return "-"
     requests = run.stat("trawl/estimate/requests")
-    limit = settings.getdict("RATE_LIMITS").get(run.name)
+    limit = source_rate(settings, run.crawler.spidercls)
     if not limit:
         return "-"
     count, period = parse_rate(limit)

@@ -22,6 +22,7 @@ from twisted.internet import task
 
 from trawl.politeness.gate import SourceLimiter, existing_limiter
 from trawl.politeness.inflight import in_flight
+from trawl.politeness.ratelimit import source_rate
 from trawl.politeness.rates import format_duration, parse_rate
 from trawl.run.counts import counted
 from trawl.run.failcause import estimate_unknown
@@ -144,7 +145,7 @@ class Progress:
             spider.logger.info("%s: check only: the number of requests is %s", spider.name, unknown)
             return
         requests = int(stats.get("trawl/estimate/requests", 0))
-        limit = self.crawler.settings.getdict("RATE_LIMITS").get(spider.name)
+        limit = source_rate(self.crawler.settings, spider)
         duration = ""
         if limit:
             count, period = parse_rate(limit)

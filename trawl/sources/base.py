@@ -28,17 +28,18 @@ from scrapy.http import Response
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.python.failure import Failure
 
-from trawl.errors import TrawlUsageError
+from trawl.errors import TrawlError, TrawlUsageError
 from trawl.pipeline.filters import FilterConfig, build_filter_config
 from trawl.politeness.bans import block_reason
 from trawl.politeness.gate import sleep
 from trawl.politeness.retryrule import backoff_retry, retry_budget
 from trawl.run.counts import counted
 from trawl.run.secrets import redact
+from trawl.settings_checks import Setting, apply_defaults, http_url, read, text
 from trawl.sources.arguments import parse_bool, parse_int
 from trawl.sources.keys import KeyRing, read_keys
 from trawl.sources.target import Target, parse_target
-from trawl.validation import validate_settings
+from trawl.validation import declared_settings, validate_settings
 
 #: Arguments every source accepts, whatever its record kind.
 SOURCE_ARGUMENTS = frozenset({"config", "limit_requests", "check_only"})
@@ -76,10 +77,27 @@ class Source(scrapy.Spider):
     crates.io feed) subclasses it, declares its ``extra_arguments``, reads them
     in :meth:`configure_kind` and hands what its plugins need to the run
     context in :meth:`run_inputs`.
+
+    A source declares its defaults on the class, in one place: the politeness
+    ones below (``RATE_LIMITS``, ``SOURCE_CONCURRENCY`` and
+    ``SOURCE_DOWNLOAD_TIMEOUT`` override them per source), its base URL and
+    key settings, and any setting of its own in :attr:`settings_declared`
+    (:mod:`trawl.settings_checks`). :meth:`declared_settings` is what
+    validation, the defaults and the docs test see.
     """
 
+    #: Requests per period the service tolerates (``"60/60s"``); ``None``: no budget.
+    default_rate_limit: ClassVar[str | None] = None
+    #: Requests in flight at once; ``None``: ``CONCURRENT_REQUESTS_PER_DOMAIN``.
+    default_concurrency: ClassVar[int | None] = None
+    #: Seconds a response may take (this source's ``DOWNLOAD_TIMEOUT``); ``None``: Scrapy's.
+    default_download_timeout: ClassVar[float | None] = None
     #: Setting that holds this source's base URL (e.g. ``WAYBACK_BASE_URL``).
     base_url_setting: ClassVar[str] = ""
+    #: Its default (``https://web.archive.org``).
+    default_base_url: ClassVar[str] = ""
+    #: This source's own settings: ``{NAME: Setting(default, check, doc)}``; a subclass adds to its parents'.
+    settings_declared: ClassVar[Mapping[str, Setting]] = {}
     #: Extra ``-a`` arguments this source accepts.
     extra_arguments: ClassVar[frozenset[str]] = frozenset()
     #: Setting / environment variable holding this source's API key(s), if any.
@@ -98,8 +116,30 @@ class Source(scrapy.Spider):
         self.arguments: dict[str, Any] = {k: v for k, v in kwargs.items() if k not in ("name", "_job")}
 
     @classmethod
+    def declared_settings(cls) -> dict[str, Setting]:
+        """Every setting this source reads, with its default and check: the base URL and
+        key settings, then the ``settings_declared`` of each class from the base down."""
+        declared: dict[str, Setting] = {}
+        if cls.base_url_setting:
+            declared[cls.base_url_setting] = Setting(
+                cls.default_base_url, http_url(), f"where the {cls.name} source is queried"
+            )
+        if cls.api_key_setting:
+            declared[cls.api_key_setting] = Setting(
+                "", text, f"the {cls.name} API key (or the environment variable of this name)"
+            )
+        for klass in reversed(cls.__mro__):
+            declared.update(vars(klass).get("settings_declared", {}))
+        return declared
+
+    @classmethod
     def update_settings(cls, settings: Any) -> None:
-        """This source's ``SOURCE_DOWNLOAD_TIMEOUT`` becomes its ``DOWNLOAD_TIMEOUT``.
+        """Every component's declared defaults, and this source's download timeout.
+
+        The defaults (:func:`trawl.settings_checks.apply_defaults`) matter to runs
+        that bypass the crawl command, which applies them itself (scrapyd, a
+        script's ``CrawlerProcess``). This source's ``SOURCE_DOWNLOAD_TIMEOUT``,
+        else its ``default_download_timeout``, becomes its ``DOWNLOAD_TIMEOUT``.
 
         A CDX page can take a minute to come; an OTX or urlscan page that has not
         come in 30 s will not (issue 9: 4 x 120 s waits on a server that never
@@ -109,10 +149,17 @@ class Source(scrapy.Spider):
         was given there too.
         """
         super().update_settings(settings)
+        apply_defaults(settings, cls.declared_settings())
+        try:
+            apply_defaults(settings, declared_settings(settings))
+        except TrawlError:
+            pass  # a bad TRAWL_PLUGINS: from_crawler's validate_settings says so in one line
         timeouts = settings.getdict("SOURCE_DOWNLOAD_TIMEOUT")
         if cls.name in timeouts:
             priority = max(settings.getpriority("SOURCE_DOWNLOAD_TIMEOUT") or 0, 30)  # 30: "spider"
             settings.set("DOWNLOAD_TIMEOUT", float(timeouts[cls.name]), priority=priority)
+        elif cls.default_download_timeout is not None:
+            settings.set("DOWNLOAD_TIMEOUT", float(cls.default_download_timeout), priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Source:
@@ -165,8 +212,20 @@ class Source(scrapy.Spider):
         """
         return {"check_only": self.check_only}
 
+    def setting(self, settings: Mapping[str, Any], name: str) -> Any:
+        """This source's declared setting ``name``: its value, checked, else its default.
+
+        Validation has refused a bad value before any spider exists; checking it
+        again here keeps a caller that skipped validation from a traceback.
+        """
+        declared = self.declared_settings()[name]
+        if settings.get(name) is None:
+            return declared.default
+        declared.check(settings, name, None)  # type: ignore[arg-type]
+        return settings.get(name)
+
     def _read_base_url(self, settings: Mapping[str, Any]) -> str:
-        raw = str(settings.get(self.base_url_setting) or "").strip()
+        raw = str(read(settings, self.declared_settings(), self.base_url_setting) or "").strip()
         parts = urlsplit(raw)
         if parts.scheme not in ("http", "https") or not parts.netloc:
             raise TrawlUsageError(f"{self.base_url_setting} must be an http(s) URL, got {raw!r}")

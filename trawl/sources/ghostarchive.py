@@ -104,7 +104,10 @@ class GhostarchiveSpider(SourceSpider):
     """URLs archived on ghostarchive.org under a domain (no key)."""
 
     name = "ghostarchive"
+    default_rate_limit = "30/60s"
+    default_download_timeout = 60
     base_url_setting = "GHOSTARCHIVE_BASE_URL"
+    default_base_url = "https://ghostarchive.org"
     #: waymore's first page; see the module docstring for how the next ones are found.
     first_page = 0
 

@@ -26,14 +26,14 @@ from __future__ import annotations
 import math
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 import orjson
 import scrapy
 from scrapy.http import JsonRequest, Response
 
-from trawl.errors import TrawlUsageError
 from trawl.records.batches import CaptureBatch
+from trawl.settings_checks import Setting, http_url, seconds, whole
 from trawl.sources.base import SourceSpider
 
 #: phonebook ``target``: 1 domains, 2 emails, 3 URLs.
@@ -44,39 +44,41 @@ PRIMARY, FALLBACK = "primary", "fallback"
 SEARCH_STATUS = {1: "invalid term", 2: "too many concurrent searches"}
 
 
-def _setting_number(settings: Mapping[str, Any], name: str, default: float, minimum: float) -> float:
-    raw = settings.get(name, default)
-    try:
-        value = float(raw if raw not in (None, "") else default)
-    except (TypeError, ValueError):
-        raise TrawlUsageError(f"{name} must be a number, got {raw!r}") from None
-    if value < minimum:
-        raise TrawlUsageError(f"{name} must be at least {minimum:g}, got {value:g}")
-    return value
-
-
 class IntelxSpider(SourceSpider):
     """URLs under a domain from the Intelligence X phonebook."""
 
     name = "intelx"
+    default_rate_limit = "1/1s"
+    default_download_timeout = 30
     base_url_setting = "INTELX_BASE_URL"
+    default_base_url = "https://2.intelx.io"
     api_key_setting = "INTELX_API_KEY"
     api_key_required = True
+    settings_declared = {
+        "INTELX_FALLBACK_BASE_URL": Setting(
+            "https://free.intelx.io",
+            http_url(optional=True),
+            "the free tier, tried when the paid one refuses a key",
+        ),
+        "INTELX_MAX_RESULTS": Setting(10000, whole(1), '"maxresults" of the phonebook search'),
+        "INTELX_PAGE_SIZE": Setting(1000, whole(1), '"limit" of each result request'),
+        "INTELX_SEARCH_TIMEOUT": Setting(5, whole(0), '"timeout" of the search (seconds, IntelX side)'),
+        "INTELX_POLL_INTERVAL": Setting(
+            2.0, seconds(0), 'seconds between result requests while "not ready yet"'
+        ),
+        "INTELX_MAX_POLLS": Setting(30, whole(1), '"not ready yet" answers in a row before the run gives up'),
+    }
 
     fallback_url: str
 
     def configure(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
         super().configure(settings, arguments)
-        fallback = str(settings.get("INTELX_FALLBACK_BASE_URL") or "").strip()
-        parts = urlsplit(fallback)
-        if fallback and (parts.scheme not in ("http", "https") or not parts.netloc):
-            raise TrawlUsageError(f"INTELX_FALLBACK_BASE_URL must be an http(s) URL, got {fallback!r}")
-        self.fallback_url = fallback.rstrip("/")
-        self.max_results = int(_setting_number(settings, "INTELX_MAX_RESULTS", 10000, 1))
-        self.page_size = int(_setting_number(settings, "INTELX_PAGE_SIZE", 1000, 1))
-        self.search_timeout = int(_setting_number(settings, "INTELX_SEARCH_TIMEOUT", 5, 0))
-        self.poll_interval = _setting_number(settings, "INTELX_POLL_INTERVAL", 2.0, 0)
-        self.max_polls = int(_setting_number(settings, "INTELX_MAX_POLLS", 30, 1))
+        self.fallback_url = str(self.setting(settings, "INTELX_FALLBACK_BASE_URL") or "").strip().rstrip("/")
+        self.max_results = int(self.setting(settings, "INTELX_MAX_RESULTS"))
+        self.page_size = int(self.setting(settings, "INTELX_PAGE_SIZE"))
+        self.search_timeout = int(self.setting(settings, "INTELX_SEARCH_TIMEOUT"))
+        self.poll_interval = float(self.setting(settings, "INTELX_POLL_INTERVAL"))
+        self.max_polls = int(self.setting(settings, "INTELX_MAX_POLLS"))
         self.bases = {PRIMARY: self.base_url, FALLBACK: self.fallback_url}
         self.page_requests = 0
         self.selectors_read = 0

@@ -36,7 +36,11 @@ class OtxSpider(SourceSpider):
     """Every URL AlienVault OTX lists for a domain (or a host)."""
 
     name = "otx"
+    default_rate_limit = "100/60s"
+    # An API page that has not come in 30 s will not.
+    default_download_timeout = 30
     base_url_setting = "OTX_BASE_URL"
+    default_base_url = "https://otx.alienvault.com"
     api_key_setting = "OTX_API_KEY"
     api_key_required = False
 

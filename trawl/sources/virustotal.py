@@ -30,8 +30,8 @@ import orjson
 import scrapy
 from scrapy.http import Response
 
-from trawl.errors import TrawlUsageError
 from trawl.records.batches import CaptureBatch
+from trawl.settings_checks import Setting, seconds
 from trawl.sources.base import SourceSpider
 
 REPORT_PATH = "/vtapi/v2/domain/report"
@@ -80,22 +80,24 @@ class VirustotalSpider(SourceSpider):
     """URLs and subdomains VirusTotal knows for a domain (API key required)."""
 
     name = "virustotal"
+    default_rate_limit = "4/60s"
+    default_download_timeout = 30
     base_url_setting = "VIRUSTOTAL_BASE_URL"
+    default_base_url = "https://www.virustotal.com"
     api_key_setting = "VIRUSTOTAL_API_KEY"
     api_key_required = True
+    settings_declared = {
+        "VIRUSTOTAL_QUOTA_WAIT": Setting(
+            60, seconds(0), "seconds to wait after an over-quota answer (HTTP 204) before the one retry"
+        ),
+    }
 
     #: Seconds to wait after an over-quota answer before the one retry.
     quota_wait: float
 
     def configure(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
         super().configure(settings, arguments)
-        raw = settings.get("VIRUSTOTAL_QUOTA_WAIT", 60)
-        try:
-            self.quota_wait = float(raw if raw not in (None, "") else 60)
-        except (TypeError, ValueError):
-            raise TrawlUsageError(f"VIRUSTOTAL_QUOTA_WAIT must be a number of seconds, got {raw!r}") from None
-        if self.quota_wait < 0:
-            raise TrawlUsageError("VIRUSTOTAL_QUOTA_WAIT must not be negative")
+        self.quota_wait = float(self.setting(settings, "VIRUSTOTAL_QUOTA_WAIT"))
         self.quota_retried = False
 
     async def start(self) -> AsyncIterator[Any]:

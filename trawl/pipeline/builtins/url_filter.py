@@ -15,8 +15,11 @@ import polars as pl
 
 from trawl import hookimpl
 from trawl.pipeline.context import RunContext
-from trawl.pipeline.filters import FilterConfig
+from trawl.pipeline.filters import FILTER_SETTINGS, FilterConfig
 from trawl.records.batches import Batch
+
+#: The waymore filter settings this plugin applies (declared with the filters: trawl.pipeline.filters).
+settings_declared = FILTER_SETTINGS
 
 
 def _by_value(column: pl.Series, allowed: Callable[[str], bool]) -> pl.Series:

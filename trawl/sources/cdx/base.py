@@ -27,6 +27,7 @@ from scrapy.http import Response
 
 from trawl.errors import TrawlUsageError
 from trawl.records.batches import CaptureBatch
+from trawl.settings_checks import read
 from trawl.sources.base import SourceSpider
 from trawl.sources.cdx.parse import (
     Dialect,
@@ -73,14 +74,14 @@ class CdxSpider(SourceSpider):
         self.page_size = 0
         if self.page_size_setting:
             try:
-                self.page_size = int(settings.get(self.page_size_setting) or 0)
+                self.page_size = int(read(settings, self.declared_settings(), self.page_size_setting) or 0)
             except (TypeError, ValueError):
                 raise TrawlUsageError(f"{self.page_size_setting} must be a whole number") from None
         self.page_requests = 0
         self.limit_logged = False
 
     def read_dialect(self, settings: Mapping[str, Any]) -> tuple[Dialect, bool]:
-        forced = str(settings.get(self.dialect_setting) or "auto").lower()
+        forced = str(read(settings, self.declared_settings(), self.dialect_setting) or "auto").lower()
         if forced not in ("auto", "ia", "pywb"):
             raise TrawlUsageError(f"{self.dialect_setting} must be auto, ia or pywb, got {forced!r}")
         if forced == "auto":

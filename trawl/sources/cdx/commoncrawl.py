@@ -34,7 +34,7 @@ import scrapy
 from scrapy.http import Response
 
 import trawl
-from trawl.errors import TrawlUsageError
+from trawl.settings_checks import Setting, seconds, text
 from trawl.sources.arguments import parse_int
 from trawl.sources.cdx.base import CdxSpider
 from trawl.sources.cdx.parse import Dialect
@@ -220,11 +220,21 @@ class CommonCrawlSpider(CdxSpider):
     """Every URL Common Crawl's indexes hold for a domain (and its subdomains)."""
 
     name = "commoncrawl"
-    base_url_setting = "COMMONCRAWL_BASE_URL"
-    extra_arguments = frozenset({"cc_indexes"})
+    default_rate_limit = "1/1s"
     # Common Crawl's index server is shared and slow; its staff ask clients to
-    # slow down (it answers 503 when overloaded). ``-s`` still overrides this.
-    custom_settings = {"CONCURRENT_REQUESTS_PER_DOMAIN": 2}
+    # slow down (it answers 503 when overloaded). SOURCE_CONCURRENCY overrides this.
+    default_concurrency = 2
+    # A CDX page may take a minute to come.
+    default_download_timeout = 120
+    base_url_setting = "COMMONCRAWL_BASE_URL"
+    default_base_url = "https://index.commoncrawl.org"
+    extra_arguments = frozenset({"cc_indexes"})
+    settings_declared = {
+        "COMMONCRAWL_COLLINFO_TTL": Setting(86400, seconds(0), "seconds collinfo.json stays cached"),
+        "TRAWL_CACHE_DIR": Setting(
+            "~/.cache/trawl", text, "where small upstream metadata (collinfo.json) is cached; empty: nowhere"
+        ),
+    }
 
     #: ``-a cc_indexes=N``; ``None``: not given (1, or every crawl in the dates).
     cc_indexes: int | None
@@ -237,15 +247,10 @@ class CommonCrawlSpider(CdxSpider):
         super().configure(settings, arguments)
         raw = arguments.get("cc_indexes")
         self.cc_indexes = None if raw is None or str(raw).strip() == "" else parse_int("cc_indexes", raw)
-        try:
-            self.collinfo_ttl = float(settings.get("COMMONCRAWL_COLLINFO_TTL", 86400))
-        except (TypeError, ValueError):
-            raise TrawlUsageError("COMMONCRAWL_COLLINFO_TTL must be a number of seconds") from None
-        if self.collinfo_ttl < 0:
-            raise TrawlUsageError("COMMONCRAWL_COLLINFO_TTL must be 0 or more seconds")
+        self.collinfo_ttl = float(self.setting(settings, "COMMONCRAWL_COLLINFO_TTL"))
         self.cache_file = None
         self.cache_refused = None
-        cache_dir = str(settings.get("TRAWL_CACHE_DIR") or "").strip()
+        cache_dir = str(self.setting(settings, "TRAWL_CACHE_DIR") or "").strip()
         if not cache_dir:
             return  # caching switched off
         directory = Path(os.path.expanduser(cache_dir))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from trawl.settings_checks import Setting, one_of, text, whole
 from trawl.sources.cdx.base import CdxSpider
 
 
@@ -17,13 +18,28 @@ class WaybackSpider(CdxSpider):
     """Every URL a CDX server knows for a domain (and its subdomains)."""
 
     name = "wayback"
+    default_rate_limit = "60/60s"
+    # The Internet Archive bans an IP after three 429s in a row: with two requests in flight,
+    # the first 429 cannot become three before the gate pauses the source (trawl.politeness.aimd).
+    default_concurrency = 2
+    # A CDX page may take a minute to come.
+    default_download_timeout = 120
     base_url_setting = "WAYBACK_BASE_URL"
+    default_base_url = "https://web.archive.org"
     dialect_setting = "WAYBACK_DIALECT"
     page_size_setting = "WAYBACK_PAGE_SIZE"
+    settings_declared = {
+        "WAYBACK_CDX_PATH": Setting(
+            "/cdx/search/cdx", text, "the CDX endpoint's path under WAYBACK_BASE_URL"
+        ),
+        "WAYBACK_DIALECT": Setting("auto", one_of("auto", "ia", "pywb"), "auto, ia or pywb"),
+        "WAYBACK_PAGE_SIZE": Setting(0, whole(0), "the pageSize sent (0: the server's)"),
+    }
 
     def configure(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
         super().configure(settings, arguments)
-        path = str(settings.get("WAYBACK_CDX_PATH") or "/cdx/search/cdx")
+        declared = self.declared_settings()["WAYBACK_CDX_PATH"]
+        path = str(settings.get("WAYBACK_CDX_PATH") or declared.default)
         dialect, forced = self.read_dialect(settings)
         self.add_endpoint(self.base_url + "/" + path.lstrip("/"), "wayback", dialect, forced)
 

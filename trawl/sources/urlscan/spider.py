@@ -15,9 +15,9 @@ import scrapy
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
-from trawl.errors import TrawlUsageError
 from trawl.politeness.ratelimit import OWN_RATE_LIMITS
 from trawl.politeness.retryrule import backoff_retry
+from trawl.settings_checks import Setting, text, whole
 from trawl.sources.base import SourceSpider
 from trawl.sources.urlscan.paging import MAX_PAGE_SIZE, Paging
 from trawl.sources.urlscan.results import Results
@@ -28,34 +28,33 @@ class UrlscanSpider(Paging, KeyRotation, Results, SourceSpider):
     """Every URL urlscan.io's public scans saw for a domain."""
 
     name = "urlscan"
+    default_rate_limit = "120/60s"
+    default_download_timeout = 30
     base_url_setting = "URLSCAN_BASE_URL"
+    default_base_url = "https://urlscan.io"
     api_key_setting = "URLSCAN_API_KEY"
     api_key_required = False
+    settings_declared = {
+        "URLSCAN_API_KEYS": Setting("", text, "several API keys, comma-separated (a key ring)"),
+        "URLSCAN_PAGE_SIZE": Setting(100, whole(1, MAX_PAGE_SIZE), "results per search request"),
+        "URLSCAN_MAX_WAIT": Setting(
+            3600, whole(0, 86400 * 7), "longest wait for a rate-limited key's reset (seconds)"
+        ),
+    }
 
     page_size: int
     max_wait: float
 
     def configure(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
         super().configure(settings, arguments)
-        self.page_size = self._int_setting(settings, "URLSCAN_PAGE_SIZE", 100, 1, MAX_PAGE_SIZE)
-        self.max_wait = float(self._int_setting(settings, "URLSCAN_MAX_WAIT", 3600, 0, 86400 * 7))
+        self.page_size = int(self.setting(settings, "URLSCAN_PAGE_SIZE"))
+        self.max_wait = float(int(self.setting(settings, "URLSCAN_MAX_WAIT")))
         self.page_requests = 0
         self.limit_logged = False
         self.results_read = 0
         #: When the public (keyless) quota of this IP resets, if it ran out.
         self.anonymous_rest = 0.0
         self.all_keys_refused = False
-
-    @staticmethod
-    def _int_setting(settings: Mapping[str, Any], name: str, default: int, low: int, high: int) -> int:
-        raw = settings.get(name)
-        try:
-            value = int(raw) if raw not in (None, "") else default
-        except (TypeError, ValueError):
-            raise TrawlUsageError(f"{name} must be a whole number, got {raw!r}") from None
-        if not low <= value <= high:
-            raise TrawlUsageError(f"{name} must be between {low} and {high}, got {value}")
-        return value
 
     async def start(self) -> AsyncIterator[Any]:
         self.log_target()

@@ -31,8 +31,10 @@ import polars as pl
 from trawl.errors import StoreError
 from trawl.records.batches import URL_SCHEMA, Batch, UrlBatch
 from trawl.records.provenance import Provenance
+from trawl.settings_checks import Setting
 from trawl.stores.contract import PartlyStored
 from trawl.stores.elasticsearch import reading
+from trawl.stores.elasticsearch.config import ELASTICSEARCH_SETTINGS
 from trawl.stores.elasticsearch.connection import (
     compat_of,
     connect,
@@ -67,6 +69,8 @@ class ElasticsearchStore:
     """URL records in Elasticsearch (see the module docstring)."""
 
     kinds: ClassVar[frozenset[str]] = frozenset({"url"})
+    #: Its settings, their defaults and checks (trawl.settings_checks).
+    settings_declared: ClassVar[dict[str, Setting]] = ELASTICSEARCH_SETTINGS
 
     def __init__(self, uri: str, context: RunContext) -> None:
         self.uri = uri

@@ -13,8 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trawl.errors import TrawlUsageError
-from trawl.stores.elasticsearch.config import setting
+from trawl.stores.elasticsearch.config import index_prefix, setting
 
 MAPPING_VERSION = 1
 #: Capture timestamps as sources give them, or ISO dates, or epoch milliseconds.
@@ -47,10 +46,7 @@ class Names:
 
 
 def names_from(settings: Any) -> Names:
-    prefix = str(setting(settings, "ELASTICSEARCH_INDEX_PREFIX")).strip().lower()
-    if not prefix or any(c in prefix for c in ' "*\\<|,>/?#:') or prefix[0] in "-_+":
-        raise TrawlUsageError(f"ELASTICSEARCH_INDEX_PREFIX {prefix!r} is not a valid index name prefix")
-    return Names(prefix)
+    return Names(index_prefix(setting(settings, "ELASTICSEARCH_INDEX_PREFIX")))
 
 
 _KEYWORD = {"type": "keyword", "ignore_above": 1024}

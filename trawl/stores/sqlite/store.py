@@ -40,6 +40,7 @@ from trawl.errors import StoreError, TrawlUsageError
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import URL_SCHEMA, Batch, UrlBatch
 from trawl.records.runs import FIRST_SEEN_SCHEMA, RUNS_SCHEMA, covering_domains, empty_runs
+from trawl.settings_checks import Setting, one_of, read, whole
 from trawl.stores.contract import KEYED_KINDS, PartlyStored
 from trawl.stores.location import data_dir
 from trawl.stores.sqlite.kinds import KindTable
@@ -87,6 +88,17 @@ def _split_sets(frame: pl.DataFrame) -> pl.DataFrame:
 class SqliteStore:
     """URL records, and those of declared kinds, in a SQLite database file (see the module docstring)."""
 
+    #: Its settings, their defaults and checks (trawl.settings_checks).
+    settings_declared: ClassVar[dict[str, Setting]] = {
+        # NORMAL survives process crashes; FULL also power losses, at a cost per commit.
+        "SQLITE_SYNCHRONOUS": Setting(
+            "NORMAL",
+            one_of("off", "normal", "full", "extra", "0", "1", "2", "3"),
+            "SQLite's synchronous pragma",
+        ),
+        "SQLITE_CACHE_MB": Setting(64, whole(1), "SQLite's page cache, in MB"),
+    }
+
     kinds: ClassVar[frozenset[str]] = frozenset({"url", KEYED_KINDS})
 
     @classmethod
@@ -121,8 +133,8 @@ class SqliteStore:
         self.path = sqlite_path(uri)
         self.context = context
         settings = context.settings
-        self.synchronous = settings.get("SQLITE_SYNCHRONOUS")
-        self.cache_mb = settings.getint("SQLITE_CACHE_MB")
+        self.synchronous = read(settings, self.settings_declared, "SQLITE_SYNCHRONOUS")
+        self.cache_mb = int(read(settings, self.settings_declared, "SQLITE_CACHE_MB"))
         self.connection: sqlite3.Connection | None = None
         # Batches may be written from a thread pool; one writer at a time.
         self._lock = threading.Lock()
