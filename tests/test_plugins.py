@@ -310,7 +310,7 @@ def test_the_example_plugin_loads_through_its_entry_point(workdir: Path, plugin_
     result = run_scrapy(workdir, "plugins", env=plugin_env(plugin_path))
     assert result.returncode == 0, result.stderr[-2000:]
     lines = {line.split()[0]: line.split() for line in result.stdout.splitlines()}
-    assert sorted(lines) == sorted([*BUILTINS, "drop_keyword"])
+    assert sorted(lines) == sorted([*BUILTINS, "drop_keyword", "tiny_cdx"])
     assert lines["drop_keyword"][1:] == ["trawl_drop_keyword", "trawl_filter_batch"]
 
 

@@ -108,7 +108,10 @@ class Command(ScrapyCrawlCommand):
         started = time.time()
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
-        outcome = crawler.stats.get_value("trawl/outcome") if crawler.stats else None
+        try:
+            outcome = crawler.stats.get_value("trawl/outcome") if crawler.stats else None
+        except RuntimeError:  # Scrapy 2.19: no stats when the spider could not be built
+            outcome = FAILED
         if self.crawler_process.bootstrap_failed:
             outcome = FAILED
         if outcome is not None and outcome != COMPLETE:

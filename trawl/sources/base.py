@@ -121,8 +121,14 @@ class Source(scrapy.Spider):
         key settings, then the ``settings_declared`` of each class from the base down."""
         declared: dict[str, Setting] = {}
         if cls.base_url_setting:
+            # A source without a default base URL (a plugin's, for a service with no
+            # public endpoint) needs one only when it runs: _read_base_url says so then.
+            # Checking the empty default for every run made any crawl with that plugin
+            # installed fail inside the reactor.
             declared[cls.base_url_setting] = Setting(
-                cls.default_base_url, http_url(), f"where the {cls.name} source is queried"
+                cls.default_base_url,
+                http_url(optional=not cls.default_base_url),
+                f"where the {cls.name} source is queried",
             )
         if cls.api_key_setting:
             declared[cls.api_key_setting] = Setting(
