@@ -31,6 +31,7 @@ from trawl.run.attribution import unattributed_errors
 from trawl.run.crawl_all import ALL, SourceRun, start_all, summary_table, use_trawl_jobdir
 from trawl.run.logs import install_log_handler, write_usage_error
 from trawl.run.outcome import COMPLETE, FAILED
+from trawl.run.paths import check_export_paths, check_jobdir
 from trawl.run.summary import build_summary, overall_outcome, run_finished
 from trawl.sources.arguments import parse_bool
 from trawl.sources.target import parse_target
@@ -95,6 +96,7 @@ class Command(ScrapyCrawlCommand):
             if uri:  # a bad STORE_URI would otherwise fail inside the reactor, with a traceback
                 check_store_uri(uri, plugins, self._store_needs())
             read_proxy_list(self.settings)  # a socks5 proxy: one line, not a traceback
+            self._check_paths()
         except TrawlError as exc:
             self._fail(str(exc))
             return
@@ -124,6 +126,7 @@ class Command(ScrapyCrawlCommand):
             if uri:
                 check_store_uri(uri, plugins, self._store_needs(exports=bool(feeds)))
             read_proxy_list(self.settings)
+            self._check_paths()
             job_id = uuid.uuid4().hex  # every source's run is part of this one job
             runs = start_all(self.crawler_process, self.settings, opts.spargs, job_id)
         except TrawlError as exc:
@@ -191,6 +194,13 @@ class Command(ScrapyCrawlCommand):
             )
             return
         run_finished(plugins, summary)
+
+    def _check_paths(self) -> None:
+        """The ``-o``/``-O`` files and ``JOBDIR`` can be written (:mod:`trawl.run.paths`)."""
+        assert self.settings is not None
+        check_export_paths(self.settings.getdict("FEEDS"))
+        if self.settings.get("JOBDIR"):
+            check_jobdir(str(self.settings.get("JOBDIR")))
 
     def _store_needs(self, exports: bool = False) -> tuple[str, ...]:
         """The store capabilities this run relies on (resume for JOBDIR, read for ``all -o``)."""

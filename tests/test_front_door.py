@@ -1,0 +1,68 @@
+"""What a newcomer met on a fresh clone, refused in one line before anything is sent (issue 13, item 6).
+
+Each case runs ``crawl`` as a user would and checks what they see: exit status
+2, exactly one ``trawl: error:`` line naming the path or setting and the
+cause, a fake server that received no request, nothing left behind. On the
+code before: ``-o`` under a file or in ``/proc`` gave 136-152 lines with a
+traceback per batch; ``-s JOBDIR=`` a file, an ``AssertionError`` in
+``CoreStats.spider_closed``; a misspelt setting was silently ignored; a
+repeated ``-a domain=`` silently took the last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_scrapy
+from tests.servers.ia_cdx import FakeCdxServer, make_capture
+from tests.test_validation import QUIET, refused
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[FakeCdxServer]:
+    with FakeCdxServer([make_capture("https://example.com/a", "20200101000000")]) as srv:
+        yield srv
+
+
+def crawl(workdir: Path, server: FakeCdxServer, source: str, *extra: str):
+    base = ("-a", "domain=example.com", "-s", f"WAYBACK_BASE_URL={server.base_url}")
+    quiet = [arg for name, value in QUIET.items() for arg in ("-s", f"{name}={value}")]
+    return run_scrapy(workdir, "crawl", source, *base, *quiet, *extra)
+
+
+# --- where the run writes ------------------------------------------------------------------
+
+PATHS = [
+    (("-o", "afile/urls.txt"), "cannot write -o afile/urls.txt: afile is a file, not a directory"),
+    (("-O", "afile/deep/urls.csv"), "cannot write -O afile/deep/urls.csv: afile is a file, not a directory"),
+    (("-o", "/proc/x.txt"), "cannot write -o /proc/x.txt: "),
+    (("-o", "adir.txt"), "cannot write -o adir.txt: it is a directory"),
+    (("-s", "JOBDIR=afile"), "cannot write JOBDIR afile: afile is a file, not a directory"),
+    (("-s", "JOBDIR=afile/job"), "cannot write JOBDIR afile/job: afile is a file, not a directory"),
+    (("-s", "JOBDIR=/proc/job"), "cannot write JOBDIR /proc/job: "),
+]
+
+
+@pytest.mark.parametrize("source", ["wayback", "all"])
+@pytest.mark.parametrize(("option", "message"), PATHS, ids=[" ".join(p[0]) for p in PATHS])
+def test_a_path_the_run_cannot_write_is_one_line(
+    workdir: Path, server: FakeCdxServer, source: str, option: tuple[str, str], message: str | None
+) -> None:
+    (workdir / "afile").write_text("a file, not a directory\n")
+    (workdir / "adir.txt").mkdir()
+    before = sorted(path.name for path in workdir.iterdir())
+    result = crawl(workdir, server, source, *option)
+    refused(result, server, message)
+    assert sorted(path.name for path in workdir.iterdir()) == before  # no probe left behind
+
+
+def test_a_writable_path_in_a_missing_directory_is_still_created(
+    workdir: Path, server: FakeCdxServer
+) -> None:
+    result = crawl(workdir, server, "wayback", "-o", "out/deeper/urls.txt", "-s", "JOBDIR=jobs/one")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (workdir / "out/deeper/urls.txt").read_text().split() == ["https://example.com/a"]
+    assert [path.name for path in (workdir / "jobs/one").iterdir()] == ["trawl-wayback.json"]
