@@ -66,3 +66,28 @@ def test_a_writable_path_in_a_missing_directory_is_still_created(
     assert result.returncode == 0, result.stderr[-3000:]
     assert (workdir / "out/deeper/urls.txt").read_text().split() == ["https://example.com/a"]
     assert [path.name for path in (workdir / "jobs/one").iterdir()] == ["trawl-wayback.json"]
+
+
+# --- misspelt settings, repeated arguments ---------------------------------------------------
+
+TYPOS = [
+    (("-s", "PROGRES_INTERVAL=5"), "unknown setting PROGRES_INTERVAL: did you mean PROGRESS_INTERVAL?"),
+    (("-s", "progress_interval=5"), "unknown setting progress_interval: did you mean PROGRESS_INTERVAL?"),
+    (("-s", "WAYBAK_BASE_URL=http://x"), "unknown setting WAYBAK_BASE_URL: did you mean WAYBACK_BASE_URL?"),
+    (("-a", "domain=b.com"), "-a domain= is given twice: give each argument once"),
+    (("-a", "DOMAIN=b.com"), "-a DOMAIN= is given twice: give each argument once"),
+]
+
+
+@pytest.mark.parametrize("source", ["wayback", "all"])
+@pytest.mark.parametrize(("option", "message"), TYPOS, ids=[" ".join(t[0]) for t in TYPOS])
+def test_a_misspelt_setting_or_a_repeated_argument_is_one_line(
+    workdir: Path, server: FakeCdxServer, source: str, option: tuple[str, str], message: str
+) -> None:
+    refused(crawl(workdir, server, source, *option), server, message)
+
+
+def test_a_setting_far_from_every_trawl_setting_stays_allowed(workdir: Path, server: FakeCdxServer) -> None:
+    result = crawl(workdir, server, "wayback", "-s", "MY_PROJECT_THING=1", "-s", "DOWNLOAD_DELAY=0")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stored().keys() == {"https://example.com/a"}

@@ -19,13 +19,14 @@ request. Checks only read; they never create files or directories.
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import math
 from collections.abc import Callable, Collection
 from typing import Any
 
-from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 
 from trawl.errors import TrawlUsageError
 from trawl.pipeline.filters import check_status_codes
@@ -391,9 +392,39 @@ def validate_settings(
     (``RATE_LIMITS``...); ``None`` skips that check. ``names``: only these.
     A setting that is not set at all (no trawl.settings) is left to its reader.
     """
+    if names is None:
+        check_setting_names(settings)
     for name, check in SETTINGS.items():
         if names is not None and name not in names:
             continue
         if settings.get(name) is None:
             continue
         check(settings, name, sources)
+
+
+# --- misspelt setting names ------------------------------------------------------------------
+
+
+def known_setting_names(settings: BaseSettings) -> list[str]:
+    """trawl's own setting names: what a name typed with ``-s`` is compared with for a misspelling."""
+    return list(SETTINGS)
+
+
+def check_setting_names(settings: BaseSettings) -> None:
+    """Refuse a name typed with ``-s`` that nothing defines but that is one typo from a trawl setting.
+
+    ``-s PROGRES_INTERVAL=5`` was silently ignored (issue 13, item 6). A name
+    far from every trawl setting stays allowed: Scrapy has hundreds, and
+    extensions and spiders read their own. Known means trawl's or one of
+    Scrapy's defaults.
+    """
+    cmdline = SETTINGS_PRIORITIES["cmdline"]
+    trawl_names = known_setting_names(settings)
+    for name in settings:
+        if (settings.getpriority(name) or 0) < cmdline or name in trawl_names:
+            continue
+        if hasattr(default_settings, name):
+            continue
+        close = difflib.get_close_matches(name.upper(), trawl_names, n=1, cutoff=0.85)
+        if close:
+            raise TrawlUsageError(f"unknown setting {name}: did you mean {close[0]}?")

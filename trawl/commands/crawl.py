@@ -33,7 +33,7 @@ from trawl.run.logs import install_log_handler, write_usage_error
 from trawl.run.outcome import COMPLETE, FAILED
 from trawl.run.paths import check_export_paths, check_jobdir
 from trawl.run.summary import build_summary, overall_outcome, run_finished
-from trawl.sources.arguments import parse_bool
+from trawl.sources.arguments import check_repeated, parse_bool
 from trawl.sources.target import parse_target
 from trawl.stores.registry import check_store_uri, describe_store_uri
 from trawl.validation import LOGGING_SETTINGS, validate_settings
@@ -54,10 +54,12 @@ class Command(ScrapyCrawlCommand):
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         """After ``-s``/``-L``/``--logfile`` are read, before Scrapy's process (and its banner) exists."""
+        repeated = list(opts.spargs)  # Scrapy's dict below keeps the last of a repeated -a
         super().process_options(args, opts)
         assert self.settings is not None
         try:
             validate_settings(self.settings, names=LOGGING_SETTINGS)
+            check_repeated(repeated)
         except TrawlError as exc:
             write_usage_error(self.settings, str(exc))
             sys.exit(EXIT_USAGE)
