@@ -100,6 +100,18 @@ def check_unused(spiderclasses: list[Any], arguments: Mapping[str, Any]) -> None
         raise TrawlUsageError(f"no selected source takes -a {unknown[0]}=")
 
 
+def check_all(
+    loader: Any, settings: Settings, arguments: Mapping[str, Any]
+) -> tuple[list[str], list[Any], bool]:
+    """The sources ``all`` runs, their classes and whether the user named them; bad arguments raise."""
+    names, explicit = select_sources(loader.list(), arguments)
+    classes = [loader.load(name) for name in names]
+    check_unused(classes, arguments)
+    for spidercls in classes:
+        spidercls.check_arguments(settings, arguments_for(spidercls, arguments))
+    return names, classes, explicit
+
+
 def start_all(
     process: CrawlerProcess, settings: Settings, arguments: Mapping[str, Any], job_id: str = ""
 ) -> list[SourceRun]:
@@ -108,12 +120,7 @@ def start_all(
     Every source's run is recorded under ``job_id``: what ``trawl report new
     --since last`` reads as "the last crawl" (one job, several runs).
     """
-    loader = process.spider_loader
-    names, explicit = select_sources(loader.list(), arguments)
-    classes = [loader.load(name) for name in names]
-    check_unused(classes, arguments)
-    for spidercls in classes:
-        spidercls.check_arguments(settings, arguments_for(spidercls, arguments))
+    names, classes, explicit = check_all(process.spider_loader, settings, arguments)
     runs = []
     for name, spidercls in zip(names, classes, strict=True):
         crawler = process.create_crawler(spidercls)
