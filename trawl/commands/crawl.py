@@ -52,6 +52,9 @@ logger = logging.getLogger(__name__)
 class Command(ScrapyCrawlCommand):
     scrapyd_job: str | None = None
 
+    def short_desc(self) -> str:
+        return "Collect a domain's URLs from one source, or from all of them"
+
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         """After ``-s``/``-L``/``--logfile`` are read, before Scrapy's process (and its banner) exists."""
         repeated = list(opts.spargs)  # Scrapy's dict below keeps the last of a repeated -a
@@ -69,7 +72,7 @@ class Command(ScrapyCrawlCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
-            raise UsageError("give exactly one source to crawl, e.g. scrapy crawl wayback")
+            raise UsageError("give exactly one source to crawl, e.g. trawl crawl wayback")
         assert self.crawler_process is not None
         try:
             # Before any crawler exists: the pipeline and the loader use this same manager.
