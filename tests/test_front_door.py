@@ -18,6 +18,8 @@ import pytest
 
 from tests.conftest import run_scrapy
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
+from tests.servers.virustotal import FakeVirusTotal
+from tests.test_source_virustotal import EXAMPLE_FILTERED, EXAMPLE_REPORT, KEY, NO_KEY_ENV
 from tests.test_validation import QUIET, refused
 
 
@@ -91,3 +93,36 @@ def test_a_setting_far_from_every_trawl_setting_stays_allowed(workdir: Path, ser
     result = crawl(workdir, server, "wayback", "-s", "MY_PROJECT_THING=1", "-s", "DOWNLOAD_DELAY=0")
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stored().keys() == {"https://example.com/a"}
+
+
+# --- API keys in waymore's config.yml ----------------------------------------------------------
+
+#: waymore's config.yml as waymore writes it (filters shortened): keys next to filters and webhooks.
+WAYMORE_CONFIG = """\
+FILTER_CODE: 404,301,302
+FILTER_URL: .css,.jpg
+FILTER_KEYWORDS: admin,login
+URLSCAN_API_KEY:
+VIRUSTOTAL_API_KEY: {key}
+INTELX_API_KEY:
+CONTINUE_RESPONSES_IF_PIPED: True
+WEBHOOK_DISCORD: YOUR_WEBHOOK
+DEFAULT_OUTPUT_DIR: {outdir}
+"""
+
+
+def test_an_api_key_in_waymores_config_file_is_used_and_never_shown(workdir: Path) -> None:
+    (workdir / "config.yml").write_text(WAYMORE_CONFIG.format(key=KEY, outdir=workdir))
+    with FakeVirusTotal(keys={KEY}, reports={"example.com": EXAMPLE_REPORT}) as vt:
+        result = run_scrapy(
+            workdir,
+            "crawl", "virustotal", "-a", "domain=example.com", "-a", "config=config.yml",
+            "-s", f"VIRUSTOTAL_BASE_URL={vt.base_url}", "-s", "LOG_LEVEL=DEBUG", "-o", "urls.txt",
+            env=NO_KEY_ENV,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [request.params.get("apikey") for request in vt.requests] == [KEY]
+    assert set(result.lines("urls.txt")) == EXAMPLE_FILTERED
+    assert "skipped" not in result.stderr
+    assert KEY not in result.stderr + result.stdout
+    assert "apikey=***" in result.stderr  # the request URL, logged at DEBUG, masked
