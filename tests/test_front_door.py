@@ -11,12 +11,14 @@ repeated ``-a domain=`` silently took the last.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import run_scrapy
+from tests.conftest import ROOT, run_scrapy
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.virustotal import FakeVirusTotal
 from tests.test_source_virustotal import EXAMPLE_FILTERED, EXAMPLE_REPORT, KEY, NO_KEY_ENV
@@ -126,3 +128,33 @@ def test_an_api_key_in_waymores_config_file_is_used_and_never_shown(workdir: Pat
     assert "skipped" not in result.stderr
     assert KEY not in result.stderr + result.stdout
     assert "apikey=***" in result.stderr  # the request URL, logged at DEBUG, masked
+
+
+# --- a fresh clone: the docs and the install ---------------------------------------------------
+
+
+def test_the_notifications_page_opens_with_its_subject() -> None:
+    """It opened with a "README excerpt" block naming a branch, left from an edit."""
+    text = (ROOT / "docs" / "notifications.md").read_text(encoding="utf-8")
+    assert text.startswith("# Notifications when a run ends\n\nAfter each scheduled crawl")
+    assert "README excerpt" not in text and "wip-" not in text and "<!--" not in text
+
+
+def test_building_the_package_prints_no_license_deprecation(tmp_path: Path) -> None:
+    """``pip install -e .`` printed setuptools' ``project.license`` deprecation warning twice."""
+    build = (
+        "import sys\n"
+        "from setuptools import build_meta\n"
+        "print(build_meta.prepare_metadata_for_build_wheel(sys.argv[1]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-W", "always", "-c", build, str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Deprecat" not in done.stdout + done.stderr, done.stderr[-3000:]
+    metadata = (tmp_path / done.stdout.split()[-1] / "METADATA").read_text(encoding="utf-8")
+    assert "License-Expression: MIT" in metadata
