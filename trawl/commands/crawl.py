@@ -25,6 +25,7 @@ from scrapy.exceptions import UsageError
 
 from trawl.errors import TrawlError
 from trawl.exports.from_store import export_from_store
+from trawl.exports.written import say_what_was_written
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.proxies import read_proxy_list
 from trawl.run.attribution import unattributed_errors
@@ -121,6 +122,8 @@ class Command(ScrapyCrawlCommand):
         if not parse_bool("check_only", opts.spargs.get("check_only", False)):
             outcome = outcome or (FAILED if self.exitcode else COMPLETE)  # a spider that sets no outcome
             self._run_finished([run], run.run_id or "", opts.spargs, outcome, plugins, started)
+            feeds = self.settings.getdict("FEEDS")
+            say_what_was_written(feeds, self.settings, plugins, [run.run_id] if run.run_id else [])
 
     def run_all(self, opts: argparse.Namespace, plugins: pluggy.PluginManager) -> None:
         """``scrapy crawl all``: see :mod:`trawl.run.crawl_all`."""
@@ -164,6 +167,7 @@ class Command(ScrapyCrawlCommand):
         if not check_only:
             outcome = overall_outcome([run.outcome for run in runs], all_ok and not self.exitcode)
             self._run_finished(runs, job_id, spargs, outcome, plugins, started)
+            say_what_was_written(feeds, self.settings, plugins, run_ids)
 
     def _run_finished(
         self,
