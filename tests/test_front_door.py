@@ -25,8 +25,9 @@ from tests.test_source_virustotal import EXAMPLE_FILTERED, EXAMPLE_REPORT, KEY, 
 from tests.test_validation import QUIET, refused
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def server() -> Iterator[FakeCdxServer]:
+    """A fresh one per test: a refusal is checked by the requests it did not receive."""
     with FakeCdxServer([make_capture("https://example.com/a", "20200101000000")]) as srv:
         yield srv
 
