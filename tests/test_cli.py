@@ -17,11 +17,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import scrapy
 
 from tests.conftest import ROOT
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.otx import FakeOtxServer, OtxUrl
 from tests.test_kibana import FakeKibana
+from trawl import __version__ as trawl_version
 
 TRAWL = Path(sys.executable).parent / "trawl"
 URLS = {"https://example.com/", "https://example.com/login", "https://api.example.com/v1/users"}
@@ -31,8 +33,10 @@ HYPHENATED = ("es-replay", "kibana-setup")
 
 def outside_env() -> dict[str, str]:
     env = dict(os.environ)
-    for name in ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT", "PYTHONPATH"):
+    for name in ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT"):
         env.pop(name, None)
+    if env.get("PYTHONPATH") != str(ROOT):  # kept only to test this checkout's code, not the installed one
+        env.pop("PYTHONPATH", None)
     return env
 
 
@@ -79,6 +83,41 @@ def test_help_lists_every_command_once(outside: Path) -> None:
     assert {"crawl", "search", "report", "schedule", "plugins", "list", *HYPHENATED} <= set(commands)
     assert len(commands) == len(set(commands))
     assert "es_replay" not in commands and "kibana_setup" not in commands
+
+
+def test_help_usage_and_errors_say_trawl(outside: Path) -> None:
+    """Users type ``trawl``: it said ``Usage: scrapy <command>`` and listed genspider (issue 13, item 6)."""
+    result = trawl(outside, "-h")
+    assert result.stdout.startswith(
+        f"trawl {trawl_version} (Scrapy {scrapy.__version__}) - active project: trawl"
+    )
+    assert "\n  trawl <command> [options] [args]\n" in result.stdout
+    assert "scrapy <command>" not in result.stdout and "scrapy crawl" not in result.stdout
+    assert not set(listed_commands(result.stdout)) & {
+        "genspider",
+        "startproject",
+        "bench",
+        "runspider",
+        "shell",
+    }
+    nothing = trawl(outside, "crawl", "-a", "domain=example.com")
+    assert nothing.returncode == 2
+    assert "  trawl crawl [options] <spider>" in nothing.stderr
+    assert nothing.stderr.endswith(
+        "\ntrawl: error: give exactly one source to crawl, e.g. trawl crawl wayback\n"
+    )
+    unknown = trawl(outside, "crawls")
+    assert unknown.returncode == 2 and 'Use "trawl -h" to see available commands' in unknown.stdout
+    version = trawl(outside, "version")
+    assert (version.returncode, version.stdout) == (
+        0,
+        f"trawl {trawl_version} (Scrapy {scrapy.__version__})\n",
+    )
+    verbose = trawl(outside, "version", "-v")
+    assert [line.split() for line in verbose.stdout.splitlines()[:2]] == [
+        ["trawl", ":", trawl_version],
+        ["Scrapy", ":", scrapy.__version__],
+    ]
 
 
 def test_scrapy_inside_the_project_keeps_working() -> None:
@@ -161,8 +200,6 @@ def test_list_plugins_settings_and_version_from_elsewhere(outside: Path) -> None
     assert disabled.returncode == 2 and disabled.stderr.startswith("trawl: error: TRAWL_PLUGINS_DISABLED")
     setting = trawl(outside, "settings", "--get", "STORE_URI")
     assert (setting.returncode, setting.stdout.strip()) == (0, "sqlite:///trawl.db")  # trawl's settings
-    version = trawl(outside, "version")
-    assert version.returncode == 0 and version.stdout.startswith("Scrapy ")
 
 
 def test_es_replay_and_kibana_setup_from_elsewhere(outside: Path) -> None:

@@ -69,7 +69,7 @@ class DevServer:
 
     def crawl_command(self) -> list[str]:
         """The printed ``trawl crawl all ... \\`` lines, as an argument list."""
-        start = next(i for i, line in enumerate(self.lines) if line.startswith("trawl crawl all "))
+        start = next(i for i, line in enumerate(self.lines) if line.startswith(f"{TRAWL} crawl all "))
         end = next(i for i in range(start, len(self.lines)) if not self.lines[i].endswith("\\"))
         return shlex.split(" ".join(line.rstrip("\\") for line in self.lines[start : end + 1]))
 
@@ -94,19 +94,21 @@ def dev_server(tmp_path: Path) -> Iterator[DevServer]:
 
 def outside_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SCRAPY_") and k != "PYTHONPATH"}
+    if os.environ.get("PYTHONPATH") == str(ROOT):  # this checkout's code under test, not the installed one
+        extra = {**extra, "PYTHONPATH": os.pathsep.join(filter(None, [extra.get("PYTHONPATH"), str(ROOT)]))}
     return {**env, **extra}
 
 
 def test_the_printed_command_crawls_every_upstream_exactly(dev_server: DevServer, tmp_path: Path) -> None:
     assert dev_server.wait_for("ready: ") == "ready: 7 upstreams for example.com (Ctrl-C stops them)"
     command = dev_server.crawl_command()
-    assert command[:3] == ["trawl", "crawl", "all"]
+    assert command[:3] == [str(TRAWL), "crawl", "all"]  # a bare trawl: not on PATH outside the venv
     workdir = tmp_path / "crawl"
     workdir.mkdir()
     crawl = subprocess.run(
-        [str(TRAWL), *command[1:]],
+        command,
         cwd=workdir,
-        env=outside_env(),
+        env=outside_env(PATH="/usr/bin:/bin"),  # as pasted into a shell without the venv active
         capture_output=True,
         text=True,
         timeout=120,
@@ -139,7 +141,7 @@ def test_the_printed_command_crawls_every_upstream_exactly(dev_server: DevServer
     )
     assert read.stdout.strip() == given["WAYBACK_BASE_URL"], read.stderr[-2000:]
     assert any(
-        line.startswith(f"PYTHONPATH={tmp_path} SCRAPY_SETTINGS_MODULE=dev_settings trawl crawl all")
+        line.startswith(f"PYTHONPATH={tmp_path} SCRAPY_SETTINGS_MODULE=dev_settings {TRAWL} crawl all")
         for line in dev_server.lines
     )
 

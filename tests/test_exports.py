@@ -29,6 +29,7 @@ def test_a_failed_rerun_keeps_the_export(workdir: Path) -> None:
     assert first.returncode == 0, first.stderr[-3000:]
     before = (workdir / "urls.txt").read_bytes()
     assert set(first.lines("urls.txt")) == FILTERED_IN and len(first.lines("urls.txt")) == 8
+    assert first.stderr.splitlines()[-1] == "trawl: wrote urls.txt: 8 URLs, 8 found by this run"
 
     second = crawl(workdir, None, "-O", "urls.txt", base_url=DOWN + "/web.archive.org")
     assert_no_traceback(second)
@@ -36,6 +37,8 @@ def test_a_failed_rerun_keeps_the_export(workdir: Path) -> None:
     assert "wayback: failed" in second.stderr
     assert (workdir / "urls.txt").read_bytes() == before  # still the 8 lines, untouched
     assert "urls.txt kept as it was: this run exported no URL" in second.stderr
+    # what is in the file is not this run's: the last line says so (issue 13, item 6)
+    assert second.stderr.splitlines()[-1] == "trawl: wrote urls.txt: 8 URLs, 0 found by this run"
     assert set(second.stored()) == FILTERED_IN
     assert leftovers(workdir) == []
 
@@ -90,6 +93,10 @@ def test_all_exports_every_url_the_store_holds_for_the_domain(workdir: Path) -> 
     assert second.returncode == 0, second.stderr[-3000:]
     lines = second.lines("urls.txt")
     assert lines == sorted(WAYBACK_URLS | OTX_URLS)  # the store's view, not only otx's two
+    assert second.stderr.splitlines()[-2:] == [
+        "trawl: wrote urls.txt: 4 URLs, 2 found by this run",
+        "trawl: wrote urls.jsonl: 4 URLs, 2 found by this run",
+    ]
     new = {r["url"]: r["new"] for r in map(json.loads, second.lines("urls.jsonl"))}
     assert new == {url: url == "https://example.com/only-otx" for url in WAYBACK_URLS | OTX_URLS}
 
@@ -101,6 +108,7 @@ def test_all_exports_every_url_the_store_holds_for_the_domain(workdir: Path) -> 
     assert down.returncode == 1
     assert {name: row[-1] for name, row in table(down).items()} == {"wayback": "failed", "otx": "failed"}
     assert down.lines("urls.txt") == lines  # everything the store knows, though nothing was read
+    assert down.stderr.splitlines()[-1] == "trawl: wrote urls.txt: 4 URLs, 0 found by this run"
 
     apex = crawl_all(
         workdir, "-a", "sources=otx", "-a", "subs=false", "-O", "apex.txt",

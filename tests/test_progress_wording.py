@@ -78,3 +78,30 @@ def test_counts_follow_plural_rules(workdir: Path) -> None:
     assert summary, result.stderr[-2000:]
     assert ": 1 request, 0 pages, 0 URLs seen," in summary[0]
     assert ", 1 error, " in summary[0] and "requests" not in summary[0] and "errors" not in summary[0]
+
+
+def test_pages_walked_past_an_understated_count_raise_the_count(workdir: Path) -> None:
+    """``showNumPages`` runs behind a growing index: progress said ``pages 7/6`` (issue 13, item 6)."""
+    captures = [make_capture(f"http://example.com/p{p}", "20200101000000") for p in range(6)]
+    with FakeCdxServer(captures, lines_per_page=1) as srv:
+        srv.num_pages_override = 2  # the count says 2 pages; there are 6
+        settings = {"WAYBACK_BASE_URL": srv.base_url, "PROGRESS_INTERVAL": 0.05}
+        result = run_scrapy(workdir, *crawl_args("wayback", "example.com", settings, "-a", "filters=false"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    # the empty page past the end that stops the walk (archive.org answers so) is no page
+    assert (result.stat("trawl/pages"), result.stat("trawl/pages_total")) == ("6", "6")
+    for line in lines_with(result, "wayback: pages "):
+        done, total = re.search(r"pages (\d+)/(\d+|\?)", line).groups()
+        assert total == "?" or int(done) <= int(total), line
+
+
+def test_the_finish_line_and_the_table_give_one_duration(workdir: Path) -> None:
+    captures = [make_capture("http://example.com/a", "20200101000000")]
+    with FakeCdxServer(captures) as srv:
+        settings = {"WAYBACK_BASE_URL": srv.base_url}
+        result = run_scrapy(workdir, *crawl_args("all", "example.com", settings, "-a", "sources=wayback"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    [finish] = lines_with(result, "wayback: complete (finished) in ")
+    said = re.search(r" in (\d+\.\d) s:", finish).group(1)
+    row = next(line.split() for line in result.stdout.splitlines() if line.startswith("wayback "))
+    assert row[-3:] == [said, "s", "complete"], (finish, result.stdout)

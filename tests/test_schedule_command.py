@@ -49,8 +49,8 @@ class FakeScrapyd(LocalServer):
         if endpoint == "listschedules.json":
             body = {"status": "ok", "schedules": [SCHEDULE]}
         elif endpoint == "addschedule.json":
-            if "cron=61" in request.raw_body.decode():
-                body = {"status": "error", "message": "cron is invalid: '61 * * * *': out of range"}
+            if "name=taken" in request.raw_body.decode():
+                body = {"status": "error", "message": "name 'taken' is taken"}
             else:
                 body = {"status": "ok", "schedule": SCHEDULE}
         elif endpoint == "delschedule.json":
@@ -155,8 +155,10 @@ def test_credentials_in_the_url_are_used_and_never_shown(scrapyd: FakeScrapyd, t
     listed = trawl(tmp_path, "list", "--url", url)
     assert listed.returncode == 0, listed
     assert PASSWORD not in listed.stdout + listed.stderr
-    refused = trawl(tmp_path, "add", "x", "wayback", "--cron", "61 * * * *", "--url", url)
-    assert_one_error_line(refused, 2, "scrapyd refused addschedule.json", "cron is invalid")
+    refused = trawl(
+        tmp_path, "add", "taken", "wayback", "--cron", "1 * * * *", "-a", "domain=a.com", "--url", url
+    )
+    assert_one_error_line(refused, 2, "scrapyd refused addschedule.json", "name 'taken' is taken")
 
 
 def test_a_scrapyd_that_wants_auth_says_so(scrapyd: FakeScrapyd, tmp_path: Path) -> None:
@@ -203,3 +205,51 @@ def test_bad_input_is_one_line_and_status_2(
 def test_an_unreachable_scrapyd_is_one_line_and_status_1(tmp_path: Path) -> None:
     result = trawl(tmp_path, "list", "--url", "http://127.0.0.1:9")
     assert_one_error_line(result, 1, "cannot reach scrapyd at http://127.0.0.1:9/")
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("-a", "domain=not a domain"), ("not a valid domain name: 'not a domain'",)),
+        (("-a", "domain=a.com", "-a", "domain=b.com"), ("-a domain= is given twice",)),
+        (("-a", "domain=a.com", "-a", "bogus=1"), ("unknown argument for the wayback source: -a bogus=",)),
+        (("-a", "domain=a.com", "--setting", "PROGRES_INTERVAL=5"), ("did you mean PROGRESS_INTERVAL?",)),
+        (("-a", "domain=a.com", "--setting", 'RATE_LIMITS={"wayback": "x"}'), ("RATE_LIMITS['wayback']",)),
+        (("-a", "domain=a.com", "--cron", "61 * * *"), ("cron is invalid", "not a five-field cron")),
+        (("-a", "domain=a.com", "--cron", "61 * * * *"), ("cron is invalid", "out of range")),
+        (("-a", "domain=a.com", "--every", "6x"), ("every is invalid: '6x'",)),
+        (
+            ("-a", "domain=a.com", "--every", "6h", "--tz", "Mars/Olympus"),
+            ("unknown time zone 'Mars/Olympus'",),
+        ),
+        (("down", "-a", "domain=a.com", "--cron", "61 * * *"), ("cron is invalid",)),
+        (("down", "-a", "domain=a.com", "--every", "6x"), ("every is invalid: '6x'",)),
+        (("down", "-a", "domain=not a domain"), ("not a valid domain name",)),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, tuple) else value,
+)
+def test_a_job_that_could_only_fail_is_refused_before_scrapyd_is_asked(
+    scrapyd: FakeScrapyd, tmp_path: Path, args: tuple[str, ...], words: tuple[str, ...]
+) -> None:
+    when = () if "--cron" in args or "--every" in args else ("--every", "6h")
+    url = "http://127.0.0.1:9" if "down" in args else scrapyd.base_url  # down: nothing listens
+    args = tuple(arg for arg in args if arg != "down")
+    result = trawl(
+        tmp_path, "add", "nightly", "wayback", *when, *args, "--url", url, "--auth", f"admin:{PASSWORD}"
+    )
+    assert_one_error_line(result, 2, *words)
+    assert scrapyd.seen == []
+
+
+def test_all_and_a_spider_only_scrapyd_knows_are_checked_as_far_as_they_can_be(
+    scrapyd: FakeScrapyd, tmp_path: Path
+) -> None:
+    auth = ("--url", scrapyd.base_url, "--auth", f"admin:{PASSWORD}")
+    unknown = trawl(
+        tmp_path, "add", "n", "all", "--every", "6h", "-a", "domain=a.com", "-a", "sources=nope", *auth
+    )
+    assert_one_error_line(unknown, 2, "unknown source 'nope'")
+    assert scrapyd.seen == []
+    theirs = trawl(tmp_path, "add", "n", "their_spider", "--every", "6h", "-a", "anything=1", *auth)
+    assert theirs.returncode == 0, theirs  # scrapyd knows its project's spiders; the fake says yes
+    assert len(scrapyd.seen) == 1

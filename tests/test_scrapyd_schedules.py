@@ -230,9 +230,9 @@ def test_trawl_schedule_add_list_remove_against_scrapyd(scrapyd: Server, tmp_pat
         "every",
         "6h",
     ]
-    bad = trawl("add", "cli2", "wayback", "--every", "6h", "--tz", "Mars/Olympus")
+    bad = trawl("add", "cli", "wayback", "--every", "1d", "-a", "domain=example.com")
     assert bad.returncode == 2 and bad.stderr.startswith(
-        "trawl: error: scrapyd refused addschedule.json: tz is"
+        "trawl: error: scrapyd refused addschedule.json: name 'cli' is taken"
     )
     removed = trawl("remove", "cli")
     assert removed.returncode == 0 and "cli" not in scrapyd.schedules()

@@ -183,7 +183,7 @@ def test_writing_only_store_cannot_be_searched(workdir: Path, store_plugin: Path
     assert result.returncode == 2
     assert_no_traceback(result)
     assert (
-        "trawl: error: the 'text' store (TextStore) does not implement SearchableStore (scrapy search)"
+        "trawl: error: the 'text' store (TextStore) does not implement SearchableStore (trawl search)"
         in (result.stderr)
     )
 

@@ -24,11 +24,12 @@ request. Checks only read; they never create files or directories.
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Collection, Mapping
 from typing import Any
 
-from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings
+from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 
 from trawl.errors import TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
@@ -219,6 +220,8 @@ def validate_settings(
     reads its declared default). The core settings come first: ``TRAWL_PLUGINS``
     decides which components there are, and so which settings they declare.
     """
+    if names is None:
+        check_setting_names(settings)
     _check_all(settings, SETTINGS, sources, names)
     if names is None or set(names) - set(SETTINGS):
         declared = {name: s.check for name, s in declared_settings(settings).items() if name not in SETTINGS}
@@ -237,3 +240,32 @@ def _check_all(
         if settings.get(name) is None:
             continue
         check(settings, name, sources)
+
+
+# --- misspelt setting names ------------------------------------------------------------------
+
+
+def known_setting_names(settings: BaseSettings) -> list[str]:
+    """trawl's own setting names, the core ones and every registered component's declared ones:
+    what a name typed with ``-s`` is compared with for a misspelling."""
+    return [*SETTINGS, *(name for name in declared_settings(settings) if name not in SETTINGS)]
+
+
+def check_setting_names(settings: BaseSettings) -> None:
+    """Refuse a name typed with ``-s`` that nothing defines but that is one typo from a trawl setting.
+
+    ``-s PROGRES_INTERVAL=5`` was silently ignored (issue 13, item 6). A name
+    far from every trawl setting stays allowed: Scrapy has hundreds, and
+    extensions and spiders read their own. Known means trawl's or one of
+    Scrapy's defaults.
+    """
+    cmdline = SETTINGS_PRIORITIES["cmdline"]
+    trawl_names = known_setting_names(settings)
+    for name in settings:
+        if (settings.getpriority(name) or 0) < cmdline or name in trawl_names:
+            continue
+        if hasattr(default_settings, name):
+            continue
+        close = difflib.get_close_matches(name.upper(), trawl_names, n=1, cutoff=0.85)
+        if close:
+            raise TrawlUsageError(f"unknown setting {name}: did you mean {close[0]}?")

@@ -19,8 +19,10 @@ included, is never asked.
 from __future__ import annotations
 
 import shlex
+import sys
 from collections.abc import Mapping
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 from tests.servers.commoncrawl import FakeCommonCrawl
@@ -125,16 +127,22 @@ def crawl_arguments(data: Dataset) -> list[str]:
     return ["-a", f"domain={data.domain}", "-a", "sources=" + ",".join(data.sources), "-a", "filters=false"]
 
 
+def trawl_executable() -> str:
+    """The ``trawl`` beside this Python: a bare ``trawl`` is not on PATH until the virtualenv is active."""
+    beside = Path(sys.executable).parent / "trawl"
+    return str(beside) if beside.is_file() else "trawl"
+
+
 def crawl_command(data: Dataset, settings: Mapping[str, Any]) -> str:
-    """``trawl crawl all ...`` with every setting as ``-s``, one a line, ready to paste into a shell."""
-    head = shlex.join(["trawl", "crawl", "all", *crawl_arguments(data)])
+    """``<venv>/bin/trawl crawl all ...`` with every setting as ``-s``, one a line, ready to paste."""
+    head = shlex.join([trawl_executable(), "crawl", "all", *crawl_arguments(data)])
     lines = [head] + ["    -s " + shlex.quote(f"{name}={value}") for name, value in settings.items()]
     return " \\\n".join(lines)
 
 
 def settings_module_usage(data: Dataset, module: str, directory: str) -> str:
     """The command that crawls with the settings module ``module`` in ``directory``."""
-    usage = shlex.join(["trawl", "crawl", "all", *crawl_arguments(data)])
+    usage = shlex.join([trawl_executable(), "crawl", "all", *crawl_arguments(data)])
     return f"PYTHONPATH={shlex.quote(directory)} SCRAPY_SETTINGS_MODULE={module} {usage}"
 
 

@@ -25,14 +25,16 @@ from scrapy.exceptions import UsageError
 
 from trawl.errors import TrawlError
 from trawl.exports.from_store import export_from_store
+from trawl.exports.written import say_what_was_written
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.proxies import read_proxy_list
 from trawl.run.attribution import unattributed_errors
 from trawl.run.crawl_all import ALL, SourceRun, start_all, summary_table, use_trawl_jobdir
 from trawl.run.logs import install_log_handler, write_usage_error
 from trawl.run.outcome import COMPLETE, FAILED
+from trawl.run.paths import check_export_paths, check_jobdir
 from trawl.run.summary import build_summary, overall_outcome, run_finished
-from trawl.sources.arguments import parse_bool
+from trawl.sources.arguments import check_repeated, parse_bool
 from trawl.sources.target import parse_target
 from trawl.stores.registry import check_store_uri, describe_store_uri
 from trawl.validation import LOGGING_SETTINGS, apply_declared_defaults, validate_settings
@@ -51,12 +53,17 @@ logger = logging.getLogger(__name__)
 class Command(ScrapyCrawlCommand):
     scrapyd_job: str | None = None
 
+    def short_desc(self) -> str:
+        return "Collect a domain's URLs from one source, or from all of them"
+
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         """After ``-s``/``-L``/``--logfile`` are read, before Scrapy's process (and its banner) exists."""
+        repeated = list(opts.spargs)  # Scrapy's dict below keeps the last of a repeated -a
         super().process_options(args, opts)
         assert self.settings is not None
         try:
             validate_settings(self.settings, names=LOGGING_SETTINGS)
+            check_repeated(repeated)
         except TrawlError as exc:
             write_usage_error(self.settings, str(exc))
             sys.exit(EXIT_USAGE)
@@ -66,7 +73,7 @@ class Command(ScrapyCrawlCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
-            raise UsageError("give exactly one source to crawl, e.g. scrapy crawl wayback")
+            raise UsageError("give exactly one source to crawl, e.g. trawl crawl wayback")
         assert self.crawler_process is not None
         try:
             # Before any crawler exists: the pipeline and the loader use this same manager.
@@ -97,6 +104,7 @@ class Command(ScrapyCrawlCommand):
             if uri:  # a bad STORE_URI would otherwise fail inside the reactor, with a traceback
                 check_store_uri(uri, plugins, self._store_needs())
             read_proxy_list(self.settings)  # a socks5 proxy: one line, not a traceback
+            self._check_paths()
         except TrawlError as exc:
             self._fail(str(exc))
             return
@@ -119,6 +127,8 @@ class Command(ScrapyCrawlCommand):
         if not parse_bool("check_only", opts.spargs.get("check_only", False)):
             outcome = outcome or (FAILED if self.exitcode else COMPLETE)  # a spider that sets no outcome
             self._run_finished([run], run.run_id or "", opts.spargs, outcome, plugins, started)
+            feeds = self.settings.getdict("FEEDS")
+            say_what_was_written(feeds, self.settings, plugins, [run.run_id] if run.run_id else [])
 
     def run_all(self, opts: argparse.Namespace, plugins: pluggy.PluginManager) -> None:
         """``scrapy crawl all``: see :mod:`trawl.run.crawl_all`."""
@@ -129,6 +139,7 @@ class Command(ScrapyCrawlCommand):
             if uri:
                 check_store_uri(uri, plugins, self._store_needs(exports=bool(feeds)))
             read_proxy_list(self.settings)
+            self._check_paths()
             job_id = uuid.uuid4().hex  # every source's run is part of this one job
             runs = start_all(self.crawler_process, self.settings, opts.spargs, job_id)
         except TrawlError as exc:
@@ -161,6 +172,7 @@ class Command(ScrapyCrawlCommand):
         if not check_only:
             outcome = overall_outcome([run.outcome for run in runs], all_ok and not self.exitcode)
             self._run_finished(runs, job_id, spargs, outcome, plugins, started)
+            say_what_was_written(feeds, self.settings, plugins, run_ids)
 
     def _run_finished(
         self,
@@ -196,6 +208,13 @@ class Command(ScrapyCrawlCommand):
             )
             return
         run_finished(plugins, summary)
+
+    def _check_paths(self) -> None:
+        """The ``-o``/``-O`` files and ``JOBDIR`` can be written (:mod:`trawl.run.paths`)."""
+        assert self.settings is not None
+        check_export_paths(self.settings.getdict("FEEDS"))
+        if self.settings.get("JOBDIR"):
+            check_jobdir(str(self.settings.get("JOBDIR")))
 
     def _store_needs(self, exports: bool = False) -> tuple[str, ...]:
         """The store capabilities this run relies on (resume for JOBDIR, read for ``all -o``)."""

@@ -12,7 +12,9 @@ It talks to ``addschedule.json``, ``listschedules.json`` and
 (default: ``SCRAPYD_PROJECT``), with basic auth from ``--auth USER:PASSWORD``,
 the URL, or ``SCRAPYD_AUTH`` (:mod:`trawl.scrapyd.client`); the password is
 never printed. Bad input, here or refused by scrapyd, is one ``trawl: error:``
-line and exit status 2; a scrapyd that cannot be reached, exit status 1.
+line and exit status 2; a scrapyd that cannot be reached, exit status 1. ``add``
+checks its job first, as ``trawl crawl`` would (:mod:`trawl.scrapyd.jobcheck`):
+a job that could only fail is refused before scrapyd is contacted.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from scrapy.commands import ScrapyCommand
 
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.scrapyd.client import ScrapydClient
+from trawl.scrapyd.jobcheck import check_job, check_when
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -136,13 +139,16 @@ class Command(ScrapyCommand):
         name, spider = rest
         if (opts.cron is None) == (opts.every is None):
             raise TrawlUsageError("schedule add takes either --cron EXPR or --every N[smhd]")
+        check_when(opts.cron, opts.every, opts.tz)
+        settings, arguments = _pairs(opts.setting, "--setting"), _pairs(opts.spargs, "-a")
+        check_job(self.settings, spider, arguments, settings)
         fields = [("project", project), ("spider", spider), ("name", name)]
         fields += [(key, value) for key, value in (("cron", opts.cron), ("every", opts.every)) if value]
         for key, value in (("tz", opts.tz), ("_version", opts.egg_version), ("priority", opts.priority)):
             if value is not None:
                 fields.append((key, value))
-        fields += [("setting", f"{key}={value}") for key, value in _pairs(opts.setting, "--setting")]
-        fields += _pairs(opts.spargs, "-a")
+        fields += [("setting", f"{key}={value}") for key, value in settings]
+        fields += arguments
         schedule = client.post("addschedule.json", fields)["schedule"]
         print(f"added {schedule['name']}: {_when(schedule)}, next run {schedule['next_run']}")
 

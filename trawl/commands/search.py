@@ -76,7 +76,7 @@ class Command(ScrapyCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         if not args:
-            raise UsageError("give a query, e.g. scrapy search 'host:api.example.com AND ext:js' ('*': all)")
+            raise UsageError("give a query, e.g. trawl search 'host:api.example.com AND ext:js' ('*': all)")
         text = " ".join(args)
         try:
             node = parse(text)

@@ -34,13 +34,13 @@ CHUNK = 100_000
 def known_urls(file: IO[bytes], fmt: str) -> SeenUrls | None:
     """The URLs a file opened for appending holds already; ``None`` when it holds none (or is not a file)."""
     name = getattr(file, "name", None)
-    if not isinstance(name, str) or fmt not in _READERS:
+    if not isinstance(name, str) or fmt not in READERS:
         return None
     try:
         if file.tell() == 0:
             return None
         seen = SeenUrls()
-        for chunk in _chunks(_READERS[fmt](name)):
+        for chunk in chunks(READERS[fmt](name)):
             seen.add(pl.Series(chunk, dtype=pl.String).unique())
     except (OSError, ValueError, csv.Error) as exc:
         logger.warning("%s: cannot read the URLs it holds (%s); appending every URL of this run", name, exc)
@@ -86,10 +86,10 @@ def _csv(path: str) -> Iterator[str]:
                 yield row["url"]
 
 
-_READERS = {"txt": _txt, "jsonl": _jsonl, "jsonlines": _jsonl, "csv": _csv}
+READERS = {"txt": _txt, "jsonl": _jsonl, "jsonlines": _jsonl, "csv": _csv}
 
 
-def _chunks(urls: Iterator[str]) -> Iterator[list[str]]:
+def chunks(urls: Iterator[str]) -> Iterator[list[str]]:
     chunk: list[str] = []
     for url in urls:
         chunk.append(url)

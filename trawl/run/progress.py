@@ -38,6 +38,10 @@ def _n(value: Any) -> str:
     return f"{int(value or 0):,}"
 
 
+#: Seconds from the spider's opening to its closing, as the finish line says them.
+ELAPSED = "trawl/elapsed_seconds"
+
+
 def _clock(epoch: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(epoch))
 
@@ -164,6 +168,8 @@ class Progress:
         if getattr(spider, "check_only", False):
             self.log_estimate(spider, stats)
         elapsed = time.monotonic() - self.started
+        # The one duration of this source: the summary table and the run summary read it too.
+        self.crawler.stats.set_value(ELAPSED, elapsed)
         filtered = sum(v for k, v in stats.items() if k.startswith("trawl/filtered/"))
         captures = stats.get("trawl/captures", 0)
         spider.logger.info(

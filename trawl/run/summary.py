@@ -152,7 +152,7 @@ def build_summary(
             urls=int(r.stat("trawl/urls_unique") or 0),
             new_urls=int(r.stat("trawl/urls_new") or 0),
             errors=r.errors,
-            duration=max(r.finished - r.started, 0.0),
+            duration=r.duration,
         )
         for r in runs
     )

@@ -16,6 +16,6 @@ class AllSourcesSpider(scrapy.Spider):
     name = "all"
 
     async def start(self) -> AsyncIterator[Any]:
-        self.logger.error("run every source with `scrapy crawl all`, not as a single spider")
+        self.logger.error("run every source with `trawl crawl all`, not as a single spider")
         return
         yield  # pragma: no cover - makes this an async generator

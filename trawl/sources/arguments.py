@@ -57,3 +57,17 @@ def split_list(value: object) -> list[str]:
     else:
         items = str(value).split(",")
     return [item.strip() for item in items if item.strip()]
+
+
+def check_repeated(pairs: list[str], option: str = "-a") -> None:
+    """Refuse a ``NAME=VALUE`` given twice: Scrapy keeps the last one without a word.
+
+    ``-a domain=a.com -a domain=b.com`` crawled b.com (issue 13, item 6). Names
+    are compared as the sources read them, without case.
+    """
+    seen: set[str] = set()
+    for pair in pairs:
+        name = pair.partition("=")[0].strip()
+        if name.lower() in seen:
+            raise TrawlUsageError(f"{option} {name}= is given twice: give each argument once")
+        seen.add(name.lower())

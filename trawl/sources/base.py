@@ -200,7 +200,8 @@ class Source(scrapy.Spider):
         self.check_only = parse_bool("check_only", arguments.get("check_only", False))
         if self.base_url_setting:
             self.base_url = self._read_base_url(settings)
-        self.keys = KeyRing(read_keys(settings, self.api_key_setting) if self.api_key_setting else [])
+        config = arguments.get("config") or None  # waymore's config.yml holds API keys too
+        self.keys = KeyRing(read_keys(settings, self.api_key_setting, config) if self.api_key_setting else [])
         self.skip_reason = None
         if self.api_key_required and not self.keys.keys:
             self.skip_reason = f"no API key (set {self.api_key_setting} as a setting or environment variable)"

@@ -1,7 +1,8 @@
 """API keys of a source: read from settings or environment, used in turn, rested.
 
-``URLSCAN_API_KEYS=k1,k2`` (or ``URLSCAN_API_KEY=k1``, as a Scrapy setting or
-an environment variable) gives a ring of keys. Requests take the next key that
+``URLSCAN_API_KEYS=k1,k2`` (or ``URLSCAN_API_KEY=k1``, in waymore's
+``config.yml`` given as ``-a config=``, as a Scrapy setting or an environment
+variable) gives a ring of keys. Requests take the next key that
 is not resting; a key that hit its quota rests until the reset the API
 announced; a key the API refused (401/403) is dropped for the run.
 """
@@ -14,13 +15,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trawl.pipeline.filters import load_config_file
 from trawl.run.secrets import register_secret
 from trawl.sources.arguments import split_list
 
 
-def read_keys(settings: Mapping[str, Any], name: str) -> list[str]:
-    """Keys from ``NAMES``/``NAME``, settings first, then the environment."""
-    for source in (settings, os.environ):
+def read_keys(settings: Mapping[str, Any], name: str, config: str | None = None) -> list[str]:
+    """Keys from ``NAMES``/``NAME``: the config file first, then settings, then the environment.
+
+    ``config``: a waymore ``config.yml`` (``-a config=``), whose ``VIRUSTOTAL_API_KEY:``,
+    ``URLSCAN_API_KEY:``... were ignored without a word although its filters
+    applied (issue 13, item 6). It ranks above settings as its filters do
+    (README: ``settings.py``, ``-s``, ``-a config=``, ``-a``, lowest first).
+    """
+    layers: list[Mapping[str, Any]] = [settings, os.environ]
+    if config:
+        file = load_config_file(config)
+        layers.insert(0, {key.upper(): value for key, value in file.items() if value is not None})
+    for source in layers:
         for key_name in (name + "S", name):
             value = source.get(key_name)
             keys = split_list(value)

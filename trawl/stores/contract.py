@@ -192,7 +192,7 @@ CAPABILITIES: dict[str, tuple[type, str]] = {
     "write": (WritingStore, "storing URLs"),
     "resume": (ResumableStore, "resuming a crawl (JOBDIR)"),
     "read": (ReadableStore, "exports from the store (crawl all -o)"),
-    "search": (SearchableStore, "scrapy search"),
+    "search": (SearchableStore, "trawl search"),
     "report": (ReportingStore, "trawl report new"),
 }
 

@@ -271,7 +271,7 @@ class CdxSpider(SourceSpider):
         if self._blocked(response):
             return
         if self._no_captures(response):
-            self.crawler.stats.inc_value("trawl/pages")
+            self._count_page(endpoint, page, empty=True)
             yield self._batch(ParsedPage(), index, page)
             return
         if response.status != 200:
@@ -303,7 +303,7 @@ class CdxSpider(SourceSpider):
                 yield retry
                 return
             stats.inc_value("trawl/bad_lines", parsed.bad_lines)
-        stats.inc_value("trawl/pages")
+        self._count_page(endpoint, page, empty=not (parsed.rows or parsed.bad_lines))
         # Also an empty page: the store records it in the page ledger (resume).
         yield self._batch(parsed, index, page)
         if not walk:
@@ -314,6 +314,24 @@ class CdxSpider(SourceSpider):
                 yield request
         elif self.filters.server_codes[0] or self.filters.server_mimes[0]:
             yield self.probe_request(index, page)
+
+    def _count_page(self, endpoint: Endpoint, page: int, empty: bool) -> None:
+        """One more page read, shown against the server's count (``pages 6/6``).
+
+        The last counted page is walked past (``showNumPages`` runs behind a
+        growing index), and that page was counted too: progress said ``pages
+        7/6`` (issue 13, item 6). An empty page past the count is the end of
+        the walk, not a page; one with rows is, and raises the count (pages
+        are numbered from 0: page ``n`` makes it at least ``n + 1``).
+        """
+        stats = self.crawler.stats
+        total = endpoint.pages_total
+        if total is not None and page >= total:
+            if empty:
+                return
+            stats.inc_value("trawl/pages_total", page + 1 - total)
+            endpoint.pages_total = page + 1
+        stats.inc_value("trawl/pages")
 
     def parse_probe(self, response: Response) -> Iterator[Any]:
         """Was the empty page the end, or did filters empty it?"""

@@ -197,7 +197,7 @@ class ElasticsearchStore:
             first = write.dead[0]
             logger.error(
                 "elasticsearch: %d of %d URLs of %s %s could not be indexed (HTTP %s: %s); written to %s,"
-                " replay them with: scrapy es-replay",
+                " replay them with: trawl es-replay",
                 len(lines), len(batch), batch.source, batch.page or "-", first.status,
                 error_text(first.error), self.dead_letters,
                 extra={"spider": self.context.spider},  # this source's error (crawl all)
