@@ -124,7 +124,6 @@ SCRAPY_COMMANDS_NOT_OURS = frozenset(
         "settings",
         "shell",
         "startproject",
-        "version",
         "view",
     }
 )

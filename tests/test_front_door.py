@@ -137,7 +137,7 @@ def test_an_api_key_in_waymores_config_file_is_used_and_never_shown(workdir: Pat
 def test_the_notifications_page_opens_with_its_subject() -> None:
     """It opened with a "README excerpt" block naming a branch, left from an edit."""
     text = (ROOT / "docs" / "notifications.md").read_text(encoding="utf-8")
-    assert text.startswith("# Notifications when a run ends\n\nAfter each scheduled crawl")
+    assert text.startswith("# Notifications when a run ends\n\nHow to start: [scheduling.md]")
     assert "README excerpt" not in text and "wip-" not in text and "<!--" not in text
 
 
