@@ -28,6 +28,7 @@ from trawl.exports.from_store import export_from_store
 from trawl.exports.written import say_what_was_written
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.proxies import read_proxy_list
+from trawl.run import statkeys
 from trawl.run.attribution import unattributed_errors
 from trawl.run.crawl_all import ALL, SourceRun, start_all, summary_table, use_trawl_jobdir
 from trawl.run.logs import install_log_handler, write_usage_error
@@ -117,7 +118,7 @@ class Command(ScrapyCrawlCommand):
         self.crawler_process.crawl(crawler, **opts.spargs)
         self.crawler_process.start()
         try:
-            outcome = crawler.stats.get_value("trawl/outcome") if crawler.stats else None
+            outcome = crawler.stats.get_value(statkeys.OUTCOME) if crawler.stats else None
         except RuntimeError:  # Scrapy 2.19: no stats when the spider could not be built
             outcome = FAILED
         if self.crawler_process.bootstrap_failed:

@@ -36,6 +36,7 @@ from trawl.pipeline.coalesce import Coalescer
 from trawl.pipeline.context import RunContext
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.records.batches import Batch, Mask
+from trawl.run import statkeys
 from trawl.run.jobdir import JOB_ID, RESUMABLE, mark_finished, run_id_for
 from trawl.run.outcome import COMPLETE, run_outcome
 from trawl.stores.contract import AsyncWritingStore, PartlyStored, ResumableStore, WritingStore, keeps
@@ -87,7 +88,7 @@ class PluginPipeline:
             job_id=job_id,
             inputs=dict(inputs()) if inputs is not None else {},
         )
-        self.crawler.stats.set_value("trawl/run_id", run_id)
+        self.crawler.stats.set_value(statkeys.RUN_ID, run_id)
         spider.run_context = self.context  # the spider reads done pages from it (resume)
         self.plugins.hook.trawl_open(context=self.context)
         try:
@@ -171,8 +172,8 @@ class PluginPipeline:
         """
         self.store_failed = True
         stats = self.crawler.stats
-        stats.inc_value("trawl/errors")
-        stats.inc_value("trawl/errors/store")
+        stats.inc_value(statkeys.ERRORS)
+        stats.inc_value(statkeys.ERRORS_STORE)
         logger.error(
             "store: %s: %s; stopping the crawl (rerun to complete it)",
             what,

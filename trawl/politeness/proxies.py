@@ -35,6 +35,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from trawl.errors import TrawlUsageError
 from trawl.politeness.bans import block_reason
 from trawl.politeness.gate import sleep
+from trawl.run import statkeys
 from trawl.run.secrets import register_secret
 from trawl.sources.arguments import split_list
 
@@ -135,7 +136,7 @@ class ProxyRotationMiddleware:
             wake = min(p.resting_until for p in self.proxies)
             if wake > self._all_resting_logged_until:
                 self._all_resting_logged_until = wake
-                self.crawler.stats.inc_value("trawl/proxies_all_resting")
+                self.crawler.stats.inc_value(statkeys.PROXIES_ALL_RESTING)
                 logger.warning(
                     "all %d proxies are resting; waiting until %s",
                     len(self.proxies),
@@ -144,7 +145,7 @@ class ProxyRotationMiddleware:
             await maybe_deferred_to_future(sleep(wake - now))
         request.meta["proxy"] = proxy.url
         request.meta[PROXY_KEY] = proxy.label
-        self.crawler.stats.inc_value(f"trawl/proxy_requests/{proxy.label}")
+        self.crawler.stats.inc_value(statkeys.proxy_requests(proxy.label))
 
     # --- judging -----------------------------------------------------------------------
 
@@ -184,7 +185,7 @@ class ProxyRotationMiddleware:
         proxy.bans += 1
         rest = random.uniform(0.5, 1.0) * min(self.backoff_max, self.backoff_base * 2 ** (proxy.bans - 1))
         proxy.resting_until = max(proxy.resting_until, time.time() + rest)
-        self.crawler.stats.inc_value("trawl/proxy_bans")
+        self.crawler.stats.inc_value(statkeys.PROXY_BANS)
         logger.warning("%s banned (%s); resting %.0f s", proxy.label, reason, rest)
         tries = request.meta.get(_TRIES, 0) + 1
         if tries >= self.max_tries:

@@ -27,6 +27,7 @@ from trawl.politeness.gate import SourceLimiter, limiter_for
 from trawl.politeness.rates import format_duration
 from trawl.politeness.retryhints import resume_time
 from trawl.politeness.retryrule import NOT_BEFORE
+from trawl.run import statkeys
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -117,7 +118,7 @@ class RateLimitMiddleware:
             return
         not_before = float(request.meta.get(NOT_BEFORE) or 0.0)
         if limiter.paused_until > time.time():
-            self.crawler.stats.inc_value("trawl/requests_held_by_pause")
+            self.crawler.stats.inc_value(statkeys.REQUESTS_HELD_BY_PAUSE)
         await maybe_deferred_to_future(limiter.acquire(not_before))
         request.meta[_ACQUIRED] = True
         request.meta[SENT_AT] = time.time()
@@ -161,9 +162,9 @@ class RateLimitMiddleware:
             return
         limiter = self.limiter
         stats = self.crawler.stats
-        stats.inc_value("trawl/rate_cuts")
+        stats.inc_value(statkeys.RATE_CUTS)
         self._count_pause(length)
-        stats.set_value("trawl/rate_final", limiter.budget)
+        stats.set_value(statkeys.RATE_FINAL, limiter.budget)
         logger.warning(
             "%s: HTTP 429 without Retry-After: budget cut to %s, %d at a time; paused until %s",
             limiter.source,
@@ -177,7 +178,7 @@ class RateLimitMiddleware:
         before = (self.limiter.requests, self.limiter.concurrency)
         self.backpressure.answered(request.meta.get(SENT_AT, 0.0))
         if (self.limiter.requests, self.limiter.concurrency) != before:
-            self.crawler.stats.set_value("trawl/rate_final", self.limiter.budget)
+            self.crawler.stats.set_value(statkeys.RATE_FINAL, self.limiter.budget)
             logger.info(
                 "%s: no 429 for a while: budget back up to %s, %d at a time",
                 self.limiter.source,
@@ -202,7 +203,7 @@ class RateLimitMiddleware:
     def _banned(self, what: str, length: float) -> None:
         assert self.limiter is not None and self.backpressure is not None
         stats = self.crawler.stats
-        stats.set_value("trawl/bans", self.backpressure.bans)
+        stats.set_value(statkeys.BANS, self.backpressure.bans)
         self._count_pause(length)
         logger.warning(
             "%s: banned (%s right after HTTP 429): pausing %s, until %s; its pages wait, no retry spent",
@@ -214,10 +215,10 @@ class RateLimitMiddleware:
 
     def _count_pause(self, length: float) -> None:
         stats = self.crawler.stats
-        stats.inc_value("trawl/pauses")
-        stats.max_value("trawl/pause_seconds_max", round(length, 3))
+        stats.inc_value(statkeys.PAUSES)
+        stats.max_value(statkeys.PAUSE_SECONDS_MAX, round(length, 3))
         assert self.limiter is not None
-        stats.set_value("trawl/paused_seconds", round(self.limiter.paused_total, 3))
+        stats.set_value(statkeys.PAUSED_SECONDS, round(self.limiter.paused_total, 3))
 
     def _release(self, request: Request) -> None:
         if self.limiter is not None and request.meta.pop(_ACQUIRED, False):

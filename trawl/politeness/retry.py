@@ -32,6 +32,7 @@ from twisted.internet.error import TCPTimedOutError, TimeoutError
 from trawl.politeness.ratelimit import BANNED, PAUSE_STATUSES
 from trawl.politeness.retryhints import resume_time
 from trawl.politeness.retryrule import NOT_BEFORE, backoff_retry, retry_budget
+from trawl.run import statkeys
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -79,13 +80,13 @@ class BackoffRetryMiddleware(RetryMiddleware):
         again = request.replace(dont_filter=True)
         again.meta.pop(BANNED, None)
         again.meta.pop(NOT_BEFORE, None)
-        self.crawler.stats.inc_value("trawl/ban_requeued")
+        self.crawler.stats.inc_value(statkeys.BAN_REQUEUED)
         return again
 
     def _report_timeout(self, request: Request, retry: Request | None) -> None:
         """One WARNING per timeout, as it happens, and the count the progress line shows."""
         stats = self.crawler.stats
-        stats.inc_value("trawl/timeouts")
+        stats.inc_value(statkeys.TIMEOUTS)
         name = getattr(self.crawler.spider, "name", "?")
         page = request.meta.get("page")
         what = f"page {page} from " if page is not None else ""

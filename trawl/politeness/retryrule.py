@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.downloadermiddlewares.retry import get_retry_request
 
+from trawl.run import statkeys
+
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
@@ -47,7 +49,7 @@ def backoff_retry(crawler: Crawler, request: Request, reason: Any, *, hinted: bo
     """
     budget = retry_budget(crawler, request)
     if request.meta.get("retry_times", 0) >= budget:
-        crawler.stats.inc_value("trawl/gave_up")
+        crawler.stats.inc_value(statkeys.GAVE_UP)
         return None
     retry = get_retry_request(request, spider=crawler.spider, reason=reason, max_retry_times=budget)
     if retry is None:  # pragma: no cover - the budget was checked above
@@ -61,5 +63,5 @@ def backoff_retry(crawler: Crawler, request: Request, reason: Any, *, hinted: bo
         )
         delay = random.uniform(0, ceiling)
         retry.meta[NOT_BEFORE] = time.time() + delay
-        crawler.stats.inc_value("trawl/backoff_seconds", round(delay, 3))
+        crawler.stats.inc_value(statkeys.BACKOFF_SECONDS, round(delay, 3))
     return retry

@@ -20,6 +20,7 @@ from scrapy.extensions.throttle import AutoThrottle
 
 from trawl.politeness.gate import SourceLimiter
 from trawl.politeness.ratelimit import OWN_RATE_LIMITS, source_limiter
+from trawl.run import statkeys
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -59,7 +60,7 @@ class SourceAutoThrottle(AutoThrottle):
                 response.status,
                 latency * 1000,
             )
-        self.crawler.stats.max_value("trawl/throttle_delay_ms_max", int(self.limiter.interval * 1000))
+        self.crawler.stats.max_value(statkeys.THROTTLE_DELAY_MS_MAX, int(self.limiter.interval * 1000))
 
     def _adjust_delay(self, slot: Slot, latency: float, response: Response) -> None:
         slot.delay = self.next_delay(slot.delay, latency, response.status)

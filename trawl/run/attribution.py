@@ -31,10 +31,12 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 
+from trawl.run import statkeys
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-LOG_ERRORS = "trawl/log_errors"
+LOG_ERRORS = statkeys.LOG_ERRORS
 
 
 class _Attribution(logging.Handler):

@@ -23,6 +23,7 @@ from scrapy import signals
 from trawl.errors import TrawlUsageError
 from trawl.politeness.ratelimit import source_rate
 from trawl.politeness.rates import format_duration, parse_rate
+from trawl.run import statkeys
 from trawl.run.failcause import estimate_unknown
 from trawl.run.jobdir import JOB_ID, RESUMABLE
 from trawl.run.outcome import COMPLETE, SKIPPED_NO_KEY, error_count
@@ -66,11 +67,11 @@ class SourceRun:
 
     @property
     def outcome(self) -> str:
-        return self.stat("trawl/outcome", "failed") or "failed"
+        return self.stat(statkeys.OUTCOME, "failed") or "failed"
 
     @property
     def run_id(self) -> str | None:
-        return self.stat("trawl/run_id", None) or None
+        return self.stat(statkeys.RUN_ID, None) or None
 
     @property
     def errors(self) -> int:
@@ -170,9 +171,9 @@ def summary_table(runs: list[SourceRun], settings: Settings, check_only: bool) -
             (
                 r.name,
                 f"{r.stat('downloader/request_count'):,}",
-                f"{r.stat('trawl/pages'):,}",
-                f"{r.stat('trawl/urls_unique'):,}",
-                f"{r.stat('trawl/urls_new'):,}",
+                f"{r.stat(statkeys.PAGES):,}",
+                f"{r.stat(statkeys.URLS_UNIQUE):,}",
+                f"{r.stat(statkeys.URLS_NEW):,}",
                 f"{r.errors:,}",
                 f"{r.duration:.1f} s",
                 r.outcome,
@@ -206,13 +207,13 @@ def _estimate_requests(run: SourceRun) -> str:
     unknown = estimate_unknown(run.crawler.stats.get_stats()) if run.crawler.stats is not None else None
     if unknown is not None:
         return unknown
-    return f"{run.stat('trawl/estimate/requests'):,}"
+    return f"{run.stat(statkeys.ESTIMATE_REQUESTS):,}"
 
 
 def _estimate_duration(run: SourceRun, settings: Settings) -> str:
     if run.outcome == SKIPPED_NO_KEY or _estimate_requests(run).startswith("unknown"):
         return "-"
-    requests = run.stat("trawl/estimate/requests")
+    requests = run.stat(statkeys.ESTIMATE_REQUESTS)
     limit = source_rate(settings, run.crawler.spidercls)
     if not limit:
         return "-"

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from trawl.run import statkeys
+
 _STATUS = "downloader/response_status_count/"
 _EXCEPTION = "downloader/exception_type_count/"
 #: Exception class names (the end of Scrapy's stat key) -> what a user calls them.
@@ -30,7 +32,7 @@ _EXCEPTIONS = {
 
 def failure_cause(stats: Mapping[str, Any]) -> str:
     """The most frequent failure of a run ("" if none was recorded)."""
-    if stats.get("trawl/blocked"):
+    if stats.get(statkeys.BLOCKED):
         return "blocked"
     statuses = {
         int(k[len(_STATUS) :]): v
@@ -46,7 +48,7 @@ def failure_cause(stats: Mapping[str, Any]) -> str:
     if failures:
         name = max(failures, key=lambda n: failures[n])
         return _EXCEPTIONS.get(name, name)
-    if stats.get("trawl/errors/malformed"):
+    if stats.get(statkeys.ERRORS_MALFORMED):
         return "unreadable answer"
     return ""
 
@@ -56,10 +58,10 @@ def estimate_unknown(stats: Mapping[str, Any]) -> str | None:
 
     Unknown when the source said so, or when it reported no estimate and had errors.
     """
-    failed = "trawl/estimate/requests" not in stats and (
-        stats.get("trawl/errors") or stats.get("trawl/blocked")
+    failed = statkeys.ESTIMATE_REQUESTS not in stats and (
+        stats.get(statkeys.ERRORS) or stats.get(statkeys.BLOCKED)
     )
-    if not stats.get("trawl/estimate/unknown") and not failed:
+    if not stats.get(statkeys.ESTIMATE_UNKNOWN) and not failed:
         return None
     cause = failure_cause(stats)
     return f"unknown ({cause})" if cause else "unknown"

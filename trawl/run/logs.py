@@ -30,6 +30,7 @@ import orjson
 from scrapy.settings import BaseSettings
 from scrapy.utils.log import TopLevelFormatter
 
+from trawl.run import statkeys
 from trawl.run.secrets import RedactingFilter, install_record_factory, redact
 
 #: Scrapy's INFO lines the console keeps: Ctrl-C's "Received SIGINT, shutting down gracefully".
@@ -37,15 +38,15 @@ _SCRAPY_LINES_KEPT = ("Received ",)
 
 #: Progress and summary lines carry these stats as ``counters`` in JSON (name: stat key).
 COUNTERS = {
-    "pages": "trawl/pages",
-    "pages_total": "trawl/pages_total",
+    "pages": statkeys.PAGES,
+    "pages_total": statkeys.PAGES_TOTAL,
     "requests": "downloader/request_count",
-    "captures": "trawl/captures",
-    "urls_unique": "trawl/urls_unique",
-    "urls_new": "trawl/urls_new",
-    "duplicates": "trawl/duplicates",
-    "errors": "trawl/errors",
-    "outcome": "trawl/outcome",
+    "captures": statkeys.CAPTURES,
+    "urls_unique": statkeys.URLS_UNIQUE,
+    "urls_new": statkeys.URLS_NEW,
+    "duplicates": statkeys.DUPLICATES,
+    "errors": statkeys.ERRORS,
+    "outcome": statkeys.OUTCOME,
 }
 
 _installed: logging.Handler | None = None

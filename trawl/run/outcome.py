@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from trawl.run import statkeys
+
 COMPLETE = "complete"
 PARTIAL = "partial"
 FAILED = "failed"
@@ -21,10 +23,10 @@ def error_count(stats: Mapping[str, Any]) -> int:
     :mod:`trawl.run.attribution`); without that counter, Scrapy's
     ``log_count/ERROR``, which counts every crawler's lines in the process.
     """
-    logged = stats.get("trawl/log_errors")
+    logged = stats.get(statkeys.LOG_ERRORS)
     if logged is None:
         logged = stats.get("log_count/ERROR", 0)
-    return max(stats.get("trawl/errors", 0), logged)
+    return max(stats.get(statkeys.ERRORS, 0), logged)
 
 
 def run_outcome(stats: Mapping[str, Any], reason: str | None) -> str:
@@ -34,12 +36,12 @@ def run_outcome(stats: Mapping[str, Any], reason: str | None) -> str:
     it read no page at all. A limit the user set (``limit_requests``) does not
     make a run partial: it did what it was asked.
     """
-    if stats.get("trawl/skipped"):
+    if stats.get(statkeys.SKIPPED):
         return SKIPPED_NO_KEY
-    if stats.get("trawl/blocked"):
+    if stats.get(statkeys.BLOCKED):
         return BLOCKED
     errors = error_count(stats)
-    pages = stats.get("trawl/pages", 0)
+    pages = stats.get(statkeys.PAGES, 0)
     if errors and not pages:
         return FAILED
     if errors or (reason or "finished") != "finished":

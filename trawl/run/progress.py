@@ -24,6 +24,7 @@ from trawl.politeness.gate import SourceLimiter, existing_limiter
 from trawl.politeness.inflight import in_flight
 from trawl.politeness.ratelimit import source_rate
 from trawl.politeness.rates import format_duration, parse_rate
+from trawl.run import statkeys
 from trawl.run.counts import counted
 from trawl.run.failcause import estimate_unknown
 from trawl.run.outcome import error_count, run_outcome
@@ -39,7 +40,7 @@ def _n(value: Any) -> str:
 
 
 #: Seconds from the spider's opening to its closing, as the finish line says them.
-ELAPSED = "trawl/elapsed_seconds"
+ELAPSED = statkeys.ELAPSED_SECONDS
 
 
 def _clock(epoch: float) -> str:
@@ -83,11 +84,11 @@ class Progress:
     def log_progress(self, spider: Spider) -> None:
         stats = self.stats
         now = time.monotonic()
-        captures = stats.get("trawl/captures", 0)
+        captures = stats.get(statkeys.CAPTURES, 0)
         rate = (captures - self.last_captures) / max(now - self.last_time, 1e-9)
         self.last_time, self.last_captures = now, captures
-        total = stats.get("trawl/pages_total")
-        pages = f"{_n(stats.get('trawl/pages'))}/{_n(total) if total is not None else '?'}"
+        total = stats.get(statkeys.PAGES_TOTAL)
+        pages = f"{_n(stats.get(statkeys.PAGES))}/{_n(total) if total is not None else '?'}"
         limiter = existing_limiter(spider.name)
         speed = f"{_n(rate)} captures/s"
         held = limiter.holdup() if limiter is not None else None
@@ -97,13 +98,13 @@ class Progress:
             f"pages {pages}",
             counted(stats.get("downloader/request_count"), "request"),
             counted(captures, "capture"),
-            counted(stats.get("trawl/urls_unique"), "unique URL"),
-            f"{_n(stats.get('trawl/urls_new'))} new",
+            counted(stats.get(statkeys.URLS_UNIQUE), "unique URL"),
+            f"{_n(stats.get(statkeys.URLS_NEW))} new",
             speed,
-            counted(stats.get("trawl/errors"), "error"),
+            counted(stats.get(statkeys.ERRORS), "error"),
         ]
-        if stats.get("trawl/timeouts"):
-            fields.append(counted(stats["trawl/timeouts"], "timeout"))
+        if stats.get(statkeys.TIMEOUTS):
+            fields.append(counted(stats[statkeys.TIMEOUTS], "timeout"))
         spider.logger.info(
             "%s: %s%s%s%s",
             spider.name,
@@ -148,7 +149,7 @@ class Progress:
         if unknown is not None:
             spider.logger.info("%s: check only: the number of requests is %s", spider.name, unknown)
             return
-        requests = int(stats.get("trawl/estimate/requests", 0))
+        requests = int(stats.get(statkeys.ESTIMATE_REQUESTS, 0))
         limit = source_rate(self.crawler.settings, spider)
         duration = ""
         if limit:
@@ -164,14 +165,14 @@ class Progress:
         stats = self.stats
         outcome = run_outcome(stats, reason)
         assert self.crawler.stats is not None
-        self.crawler.stats.set_value("trawl/outcome", outcome)
+        self.crawler.stats.set_value(statkeys.OUTCOME, outcome)
         if getattr(spider, "check_only", False):
             self.log_estimate(spider, stats)
         elapsed = time.monotonic() - self.started
         # The one duration of this source: the summary table and the run summary read it too.
         self.crawler.stats.set_value(ELAPSED, elapsed)
-        filtered = sum(v for k, v in stats.items() if k.startswith("trawl/filtered/"))
-        captures = stats.get("trawl/captures", 0)
+        filtered = sum(v for k, v in stats.items() if k.startswith(statkeys.FILTERED_PREFIX))
+        captures = stats.get(statkeys.CAPTURES, 0)
         spider.logger.info(
             "%s: %s (%s) in %.1f s: %s, %s, %s seen, %s unique, %s new this run, %s dropped, "
             "%s filtered, %s, %s captures/s%s",
@@ -180,11 +181,11 @@ class Progress:
             reason,
             elapsed,
             counted(stats.get("downloader/request_count"), "request"),
-            counted(stats.get("trawl/pages"), "page"),
+            counted(stats.get(statkeys.PAGES), "page"),
             counted(captures, "URL"),
-            _n(stats.get("trawl/urls_unique")),
-            _n(stats.get("trawl/urls_new")),
-            counted(stats.get("trawl/duplicates"), "duplicate"),
+            _n(stats.get(statkeys.URLS_UNIQUE)),
+            _n(stats.get(statkeys.URLS_NEW)),
+            counted(stats.get(statkeys.DUPLICATES), "duplicate"),
             _n(filtered),
             counted(error_count(stats), "error"),
             _n(captures / elapsed if elapsed > 0 else 0),
@@ -196,7 +197,7 @@ class Progress:
         """ "; waited 2.0 min in 3 pauses (1 ban), finished at 15/60s, 1 at a time" when it applies."""
         if limiter is None or (limiter.paused_total <= 0 and limiter.requests == limiter.base_requests):
             return ""
-        bans = int(stats.get("trawl/bans", 0))
+        bans = int(stats.get(statkeys.BANS, 0))
         ban = f" ({counted(bans, 'ban')})" if bans else ""
         return (
             f"; waited {format_duration(limiter.waited())} in {counted(limiter.pauses, 'pause')}{ban}, "

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
+from trawl.run import statkeys
 from trawl.run.outcome import BLOCKED, COMPLETE, FAILED, PARTIAL, SKIPPED_NO_KEY
 from trawl.run.secrets import redact
 from trawl.stores.contract import ReportingStore
@@ -148,9 +149,9 @@ def build_summary(
             run_id=r.run_id,
             outcome=r.outcome,
             requests=int(r.stat("downloader/request_count") or 0),
-            pages=int(r.stat("trawl/pages") or 0),
-            urls=int(r.stat("trawl/urls_unique") or 0),
-            new_urls=int(r.stat("trawl/urls_new") or 0),
+            pages=int(r.stat(statkeys.PAGES) or 0),
+            urls=int(r.stat(statkeys.URLS_UNIQUE) or 0),
+            new_urls=int(r.stat(statkeys.URLS_NEW) or 0),
             errors=r.errors,
             duration=r.duration,
         )

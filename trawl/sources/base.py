@@ -33,6 +33,7 @@ from trawl.pipeline.filters import FilterConfig, build_filter_config
 from trawl.politeness.bans import block_reason
 from trawl.politeness.gate import sleep
 from trawl.politeness.retryrule import backoff_retry, retry_budget
+from trawl.run import statkeys
 from trawl.run.counts import counted
 from trawl.run.secrets import redact
 from trawl.settings_checks import Setting, apply_defaults, http_url, read, text
@@ -249,7 +250,7 @@ class Source(scrapy.Spider):
             return None
         rows = context.done_pages.get(key)
         if rows is not None:
-            self.crawler.stats.inc_value("trawl/pages_resumed")
+            self.crawler.stats.inc_value(statkeys.PAGES_RESUMED)
         return rows
 
     def should_skip(self) -> bool:
@@ -257,7 +258,7 @@ class Source(scrapy.Spider):
         if self.skip_reason is None:
             return False
         self.logger.warning("%s: skipped: %s", self.name, self.skip_reason)
-        self.crawler.stats.set_value("trawl/skipped", self.skip_reason)
+        self.crawler.stats.set_value(statkeys.SKIPPED, self.skip_reason)
         return True
 
     # --- request budget and waiting -----------------------------------------------------
@@ -278,7 +279,7 @@ class Source(scrapy.Spider):
                     self.name,
                     self.limit_requests,
                 )
-                self.crawler.stats.set_value("trawl/limited", True)
+                self.crawler.stats.set_value(statkeys.LIMITED, True)
             return False
         self.page_requests += 1
         return True
@@ -299,7 +300,7 @@ class Source(scrapy.Spider):
         ``showNumPages``, OTX ``full_size``...); the summary turns the total into
         an estimated duration under the source's rate limit.
         """
-        self.crawler.stats.inc_value("trawl/estimate/requests", requests)
+        self.crawler.stats.inc_value(statkeys.ESTIMATE_REQUESTS, requests)
 
     # --- outcomes ----------------------------------------------------------------------
 
@@ -307,8 +308,8 @@ class Source(scrapy.Spider):
         """One ERROR line, counted; the run's exit status becomes non-zero."""
         self.logger.error(f"{self.name}: {message}", *args)
         stats = self.crawler.stats
-        stats.inc_value("trawl/errors")
-        stats.inc_value(f"trawl/errors/{kind}")
+        stats.inc_value(statkeys.ERRORS)
+        stats.inc_value(statkeys.errors_of(kind))
 
     def retry_bad_body(self, response: Response, message: str, *args: Any) -> scrapy.Request | None:
         """An answer whose body does not parse: the request again, after the same backoff and
@@ -318,7 +319,7 @@ class Source(scrapy.Spider):
         ``message`` says what could not be read (``"page 12: unreadable JSON (%d bytes)"``).
         """
         stats = self.crawler.stats
-        stats.inc_value("trawl/bad_bodies")
+        stats.inc_value(statkeys.BAD_BODIES)
         retry = backoff_retry(self.crawler, response.request, "bad body")
         text = message % args if args else message
         if retry is not None:
@@ -335,7 +336,7 @@ class Source(scrapy.Spider):
         return None
 
     def record_blocked(self, message: str) -> None:
-        self.crawler.stats.set_value("trawl/blocked", True)
+        self.crawler.stats.set_value(statkeys.BLOCKED, True)
         self.record_error("blocked", message)
 
     def on_request_error(self, failure: Failure) -> None:

@@ -38,6 +38,7 @@ from scrapy.http import Response, TextResponse
 from scrapy.selector import Selector
 
 from trawl.records.batches import CaptureBatch
+from trawl.run import statkeys
 from trawl.sources.base import SourceSpider
 
 NO_ARCHIVES = "No archives for that site"
@@ -162,7 +163,7 @@ class GhostarchiveSpider(SourceSpider):
             return
         stats = self.crawler.stats
         if NO_ARCHIVES in text:
-            stats.inc_value("trawl/pages")
+            stats.inc_value(statkeys.PAGES)
             self.pages_read += 1
             if first:
                 self.logger.info("%s: no archives for %r", self.name, self.term)
@@ -191,7 +192,7 @@ class GhostarchiveSpider(SourceSpider):
             return
         self.seen_ids |= new_ids
         self.pages_read += 1
-        stats.inc_value("trawl/pages")
+        stats.inc_value(statkeys.PAGES)
         if first:
             pages = self._note_total(selector, len(links))
             if self.check_only:
@@ -208,7 +209,7 @@ class GhostarchiveSpider(SourceSpider):
     def _note_total(self, selector: Selector, rows: int) -> int | None:
         pages = total_pages(selector, rows)
         if pages is not None:
-            self.crawler.stats.set_value("trawl/pages_total", pages)
+            self.crawler.stats.set_value(statkeys.PAGES_TOTAL, pages)
             self.logger.info("%s: %d search page(s) for %r", self.name, pages, self.term)
         return pages
 
@@ -219,4 +220,4 @@ class GhostarchiveSpider(SourceSpider):
         elif next_page(selector, page) is None:
             self.report_estimate(1)
         else:
-            self.crawler.stats.set_value("trawl/estimate/unknown", True)
+            self.crawler.stats.set_value(statkeys.ESTIMATE_UNKNOWN, True)

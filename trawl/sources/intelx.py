@@ -33,6 +33,7 @@ import scrapy
 from scrapy.http import JsonRequest, Response
 
 from trawl.records.batches import CaptureBatch
+from trawl.run import statkeys
 from trawl.settings_checks import Setting, http_url, seconds, whole
 from trawl.sources.base import SourceSpider
 
@@ -217,13 +218,13 @@ class IntelxSpider(SourceSpider):
             self.record_error("malformed", "result page %d: unknown status %r", page, status)
             return
         stats = self.crawler.stats
-        stats.inc_value("trawl/pages")
+        stats.inc_value(statkeys.PAGES)
         batch, count = self._batch(answer.get("selectors"), page)
         if batch.urls:
             yield batch
         if status == 1 or not count:
             # 1: no more results. An empty chunk with status 0 ends it too (as waymore stops).
-            stats.set_value("trawl/pages_total", page)
+            stats.set_value(statkeys.PAGES_TOTAL, page)
             self.logger.info(
                 "%s: %d selector(s) in %d result page(s) for %s",
                 self.name,
@@ -253,7 +254,7 @@ class IntelxSpider(SourceSpider):
         phonebook = paths.get("/phonebook/search") if isinstance(paths, dict) else None
         if isinstance(phonebook, dict):
             credit, credit_max = phonebook.get("Credit"), phonebook.get("CreditMax")
-            self.crawler.stats.set_value("trawl/intelx/credits", credit)
+            self.crawler.stats.set_value(statkeys.INTELX_CREDITS, credit)
             self.logger.info(
                 "%s: %s at %s: %s of %s phonebook search credit(s) left",
                 self.name,
@@ -292,7 +293,7 @@ class IntelxSpider(SourceSpider):
                     status,
                     self.fallback_url,
                 )
-                self.crawler.stats.set_value("trawl/intelx/base", FALLBACK)
+                self.crawler.stats.set_value(statkeys.INTELX_BASE, FALLBACK)
                 return [again(key, FALLBACK)]
             self.record_error(
                 "bad_key",
@@ -332,7 +333,7 @@ class IntelxSpider(SourceSpider):
         """Status 3: the search is still running. Ask again later, a bounded number of times."""
         meta = response.meta
         polls = meta["polls"] + 1
-        self.crawler.stats.inc_value("trawl/intelx/polls")
+        self.crawler.stats.inc_value(statkeys.INTELX_POLLS)
         if polls > self.max_polls:
             self.record_error(
                 "timeout", "IntelX had no results ready after %d polls (status 3 each time)", self.max_polls
@@ -360,7 +361,7 @@ class IntelxSpider(SourceSpider):
             urls.append(value.strip())
         self.selectors_read += len(selectors)
         if masked:
-            self.crawler.stats.inc_value("trawl/intelx/masked", masked)
+            self.crawler.stats.inc_value(statkeys.INTELX_MASKED, masked)
             self.logger.warning(
                 "%s: page %d: %d value(s) masked with %s by the plan of the key; not stored",
                 self.name,

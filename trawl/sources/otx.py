@@ -24,6 +24,7 @@ from scrapy.http import Response
 
 from trawl.records.batches import CaptureBatch
 from trawl.records.timestamps import iso_timestamp
+from trawl.run import statkeys
 from trawl.sources.base import SourceSpider, json_error_text
 
 #: URLs per page: the most OTX serves (waymore's author), and what waymore asks for.
@@ -101,7 +102,7 @@ class OtxSpider(SourceSpider):
         if data is None:
             return
         stats = self.crawler.stats
-        stats.inc_value("trawl/pages")
+        stats.inc_value(statkeys.PAGES)
         if response.meta.get("counting"):
             self._report_estimate(data)
             return
@@ -163,7 +164,7 @@ class OtxSpider(SourceSpider):
                 status,
                 data["error"][:200],
             )
-            self.crawler.stats.inc_value("trawl/pages")
+            self.crawler.stats.inc_value(statkeys.PAGES)
             return None
         if status != 200:
             detail = json_error_text(response.body)
@@ -207,7 +208,7 @@ class OtxSpider(SourceSpider):
             # 0 is OTX's "the URL worker got no answer": unknown, not a status.
             statuses.append(str(code) if isinstance(code, int) and code > 0 else "")
         if skipped:
-            self.crawler.stats.inc_value("trawl/bad_lines", skipped)
+            self.crawler.stats.inc_value(statkeys.BAD_LINES, skipped)
             self.logger.warning("%s: page %d: skipped %d entry(ies) without a URL", self.name, page, skipped)
         if not urls:
             return None
@@ -243,7 +244,7 @@ class OtxSpider(SourceSpider):
                 yield from self._next_walk(2)
             return
         pages = max(1, math.ceil(full_size / self._page_limit(data)))
-        self.crawler.stats.set_value("trawl/pages_total", pages)
+        self.crawler.stats.set_value(statkeys.PAGES_TOTAL, pages)
         self.logger.info(
             "%s: %d URL(s) in %d page(s) for %s %s",
             self.name,
@@ -273,13 +274,13 @@ class OtxSpider(SourceSpider):
     def _next_walk(self, page: int) -> Iterator[scrapy.Request]:
         request = self.page_request(page, walk=True)
         if request is not None:
-            self.crawler.stats.inc_value("trawl/pages_total")
+            self.crawler.stats.inc_value(statkeys.PAGES_TOTAL)
             yield request
 
     def _report_estimate(self, data: dict[str, Any]) -> None:
         full_size = self._full_size(data)
         if full_size is None:
-            self.crawler.stats.set_value("trawl/estimate/unknown", True)
+            self.crawler.stats.set_value(statkeys.ESTIMATE_UNKNOWN, True)
             self.logger.info(
                 "%s: check only: OTX gave no full_size; the number of requests is unknown", self.name
             )

@@ -31,6 +31,7 @@ import scrapy
 from scrapy.http import Response
 
 from trawl.records.batches import CaptureBatch
+from trawl.run import statkeys
 from trawl.settings_checks import Setting, seconds
 from trawl.sources.base import SourceSpider
 
@@ -152,10 +153,10 @@ class VirustotalSpider(SourceSpider):
         if report is None:
             return
         stats = self.crawler.stats
-        stats.set_value("trawl/pages_total", 1)
+        stats.set_value(statkeys.PAGES_TOTAL, 1)
         code = report.get("response_code")
         if code == 0:
-            stats.inc_value("trawl/pages")
+            stats.inc_value(statkeys.PAGES)
             self.logger.info(
                 "%s: VirusTotal has no report for %s (response_code 0: %s)",
                 self.name,
@@ -172,7 +173,7 @@ class VirustotalSpider(SourceSpider):
                 report.get("verbose_msg") or "no message",
             )
             return
-        stats.inc_value("trawl/pages")
+        stats.inc_value(statkeys.PAGES)
         for item in self._batches(report):
             yield item
 

@@ -23,6 +23,7 @@ from trawl import hookimpl
 from trawl.pipeline.context import RunContext
 from trawl.pipeline.seen import SeenUrls
 from trawl.records.batches import Batch, UrlBatch
+from trawl.run import statkeys
 
 
 def _clean_sets(*columns: str) -> pl.Expr:
@@ -66,7 +67,7 @@ def trawl_dedup_batch(batch: Batch, context: RunContext) -> UrlBatch | None:
     )
     duplicates = frame.height - urls.height
     if duplicates:
-        context.stats.inc_value("trawl/duplicates", duplicates)
+        context.stats.inc_value(statkeys.DUPLICATES, duplicates)
     return UrlBatch.for_pages_of(batch, urls)
 
 
@@ -82,9 +83,9 @@ def trawl_batch_stored(batch: Batch, new: int, context: RunContext) -> None:
         batch.frame = batch.frame.with_columns(seen.alias("repeat"), (~seen).alias("new"))
     repeats = int(batch.frame.get_column("repeat").sum())
     if repeats:
-        stats.inc_value("trawl/duplicates", repeats)
-    stats.inc_value("trawl/urls_new", new)
-    stats.inc_value("trawl/urls_unique", len(batch) - repeats)
+        stats.inc_value(statkeys.DUPLICATES, repeats)
+    stats.inc_value(statkeys.URLS_NEW, new)
+    stats.inc_value(statkeys.URLS_UNIQUE, len(batch) - repeats)
     if context.inputs.get("new_only"):
         # -a new_only=true: the exports get only the URLs the store did not know.
         batch.frame = batch.frame.filter(pl.col("new"))

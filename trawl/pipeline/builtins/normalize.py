@@ -15,6 +15,7 @@ from trawl import hookimpl
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import Batch
 from trawl.records.canonical import canonicalize_series
+from trawl.run import statkeys
 
 _UNSAFE = r'[,"\\\x00-\x1f\x7f]'
 
@@ -24,7 +25,7 @@ def trawl_normalize_batch(batch: Batch, context: RunContext) -> None:
     if batch.kind != "capture":
         return
     frame = batch.frame
-    context.stats.inc_value("trawl/captures", frame.height)  # as the source reported them
+    context.stats.inc_value(statkeys.CAPTURES, frame.height)  # as the source reported them
     # Archives repeat a URL once per capture: each distinct string is
     # canonicalized once, and a join maps the rows back.
     canonical = canonicalize_series(frame.get_column("url"))

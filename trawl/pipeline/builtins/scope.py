@@ -13,6 +13,7 @@ import polars as pl
 from trawl import hookimpl
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import Batch
+from trawl.run import statkeys
 
 
 @hookimpl
@@ -35,7 +36,7 @@ def trawl_filter_batch(batch: Batch, context: RunContext) -> pl.Series | None:
         return None
     invalid = frame.get_column("url").null_count()
     if invalid:
-        context.stats.inc_value("trawl/filtered/invalid_url", invalid)
+        context.stats.inc_value(statkeys.FILTERED_INVALID_URL, invalid)
     if dropped - invalid:
-        context.stats.inc_value("trawl/filtered/out_of_scope", int(dropped - invalid))
+        context.stats.inc_value(statkeys.FILTERED_OUT_OF_SCOPE, int(dropped - invalid))
     return keep

@@ -17,6 +17,7 @@ from trawl import hookimpl
 from trawl.pipeline.context import RunContext
 from trawl.pipeline.filters import FILTER_SETTINGS, FilterConfig
 from trawl.records.batches import Batch
+from trawl.run import statkeys
 
 #: The waymore filter settings this plugin applies (declared with the filters: trawl.pipeline.filters).
 settings_declared = FILTER_SETTINGS
@@ -69,6 +70,6 @@ def trawl_filter_batch(batch: Batch, context: RunContext) -> pl.Series | None:
         verdict = mask()
         dropped = int((keep & ~verdict).sum())
         if dropped:
-            context.stats.inc_value(f"trawl/filtered/{reason}", dropped)
+            context.stats.inc_value(statkeys.filtered(reason), dropped)
             keep &= verdict
     return keep if not keep.all() else None

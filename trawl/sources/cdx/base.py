@@ -27,6 +27,7 @@ from scrapy.http import Response
 
 from trawl.errors import TrawlUsageError
 from trawl.records.batches import CaptureBatch
+from trawl.run import statkeys
 from trawl.settings_checks import read
 from trawl.sources.base import SourceSpider
 from trawl.sources.cdx.parse import (
@@ -224,7 +225,7 @@ class CdxSpider(SourceSpider):
             return
         if self.check_only:
             if count is None:
-                self.crawler.stats.set_value("trawl/estimate/unknown", True)
+                self.crawler.stats.set_value(statkeys.ESTIMATE_UNKNOWN, True)
             else:
                 self.report_estimate(max(count.pages, 1))
             return
@@ -235,7 +236,7 @@ class CdxSpider(SourceSpider):
                 response.status,
                 self.where(response),
             )
-            self.crawler.stats.set_value("trawl/page_count_failed", response.status)
+            self.crawler.stats.set_value(statkeys.PAGE_COUNT_FAILED, response.status)
             request = self.page_request(index, 0, walk=True)
             if request is not None:
                 yield request
@@ -244,7 +245,7 @@ class CdxSpider(SourceSpider):
             endpoint.dialect = count.dialect
         pages = count.pages
         endpoint.pages_total = pages
-        self.crawler.stats.inc_value("trawl/pages_total", pages)
+        self.crawler.stats.inc_value(statkeys.PAGES_TOTAL, pages)
         self.logger.info(
             "%s: %d CDX page(s) for %s%s (%s server)",
             self.name,
@@ -302,7 +303,7 @@ class CdxSpider(SourceSpider):
             if retry is not None:
                 yield retry
                 return
-            stats.inc_value("trawl/bad_lines", parsed.bad_lines)
+            stats.inc_value(statkeys.BAD_LINES, parsed.bad_lines)
         self._count_page(endpoint, page, empty=not (parsed.rows or parsed.bad_lines))
         # Also an empty page: the store records it in the page ledger (resume).
         yield self._batch(parsed, index, page)
@@ -329,9 +330,9 @@ class CdxSpider(SourceSpider):
         if total is not None and page >= total:
             if empty:
                 return
-            stats.inc_value("trawl/pages_total", page + 1 - total)
+            stats.inc_value(statkeys.PAGES_TOTAL, page + 1 - total)
             endpoint.pages_total = page + 1
-        stats.inc_value("trawl/pages")
+        stats.inc_value(statkeys.PAGES)
 
     def parse_probe(self, response: Response) -> Iterator[Any]:
         """Was the empty page the end, or did filters empty it?"""

@@ -34,6 +34,7 @@ import scrapy
 from scrapy.http import Response
 
 import trawl
+from trawl.run import statkeys
 from trawl.settings_checks import Setting, seconds, text
 from trawl.sources.arguments import parse_int
 from trawl.sources.cdx.base import CdxSpider
@@ -301,7 +302,7 @@ class CommonCrawlSpider(CdxSpider):
             self.logger.info("%s: fetching %s: %s", self.name, COLLINFO, why)
             return None
         self.logger.info("%s: %s from %s (%s)", self.name, COLLINFO, self.cache_file, why)
-        stats.set_value("trawl/commoncrawl/collinfo_cached", True)
+        stats.set_value(statkeys.COMMONCRAWL_COLLINFO_CACHED, True)
         return data
 
     def _write_cache(self, data: list[Any]) -> None:
@@ -343,7 +344,7 @@ class CommonCrawlSpider(CdxSpider):
         """One endpoint and one page-count request per chosen crawl."""
         dates = (self.filters.from_date, self.filters.to_date)
         chosen = select_indexes(indexes, self.index_count, *dates)
-        self.crawler.stats.set_value("trawl/commoncrawl/indexes", len(chosen))
+        self.crawler.stats.set_value(statkeys.COMMONCRAWL_INDEXES, len(chosen))
         if not chosen:
             self.logger.warning(
                 "%s: no crawl index has captures between %s and %s: nothing to query",

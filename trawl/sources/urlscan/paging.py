@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Any
 import scrapy
 from scrapy.http import Response
 
+from trawl.run import statkeys
+
 #: ``total`` never says more than this; ``has_more`` then means "more than that".
 TOTAL_CAP = 10_000
 MAX_PAGE_SIZE = 10_000
@@ -87,7 +89,7 @@ class Paging(_Base):
             return
         capped = total >= TOTAL_CAP or data.get("has_more") is True
         if not capped:
-            self.crawler.stats.set_value("trawl/pages_total", max(1, math.ceil(total / self.page_size)))
+            self.crawler.stats.set_value(statkeys.PAGES_TOTAL, max(1, math.ceil(total / self.page_size)))
         self.logger.info(
             "%s: %s%d scan(s) for %s (%s)",
             self.name,
@@ -133,7 +135,7 @@ class Paging(_Base):
     def _report_estimate(self, data: dict[str, Any]) -> None:
         total = self._total(data)
         if total is None:
-            self.crawler.stats.set_value("trawl/estimate/unknown", True)
+            self.crawler.stats.set_value(statkeys.ESTIMATE_UNKNOWN, True)
             self.logger.info(
                 "%s: check only: no total in the answer; the number of requests is unknown", self.name
             )
@@ -142,7 +144,7 @@ class Paging(_Base):
         requests = max(1, math.ceil(min(total, TOTAL_CAP) / self.page_size))
         self.report_estimate(requests)
         if capped:
-            self.crawler.stats.set_value("trawl/estimate/at_least", True)
+            self.crawler.stats.set_value(statkeys.ESTIMATE_AT_LEAST, True)
         self.logger.info(
             "%s: check only: %s%d scan(s) for %s: %s%d request(s) of %d",
             self.name,

@@ -19,6 +19,7 @@ import scrapy
 from scrapy.http import Response
 
 from trawl.politeness.retryhints import resume_time
+from trawl.run import statkeys
 from trawl.sources.base import json_error_text
 
 #: Rest of a rate-limited key when urlscan says nothing about its reset.
@@ -78,7 +79,7 @@ class KeyRotation(_Base):
                 )
                 raise WaitTooLong
             self.logger.warning("%s: %s rate limited; waiting %.1f s for the reset", self.name, who, wait)
-            self.crawler.stats.inc_value("trawl/rate_limit_waits")
+            self.crawler.stats.inc_value(statkeys.RATE_LIMIT_WAITS)
             await self.wait(wait)
 
     async def _rate_limited(self, response: Response) -> scrapy.Request | None:
@@ -88,7 +89,7 @@ class KeyRotation(_Base):
         throttled = response.meta["throttled"] + 1
         key_index = response.meta["key_index"]
         stats = self.crawler.stats
-        stats.inc_value("trawl/rate_limited")
+        stats.inc_value(statkeys.RATE_LIMITED)
         if key_index is not None:
             key = self.keys.keys[key_index]
             self.keys.rest(key, now + delay)
@@ -131,7 +132,7 @@ class KeyRotation(_Base):
             response.status,
             f": {message}" if message else "",
         )
-        self.crawler.stats.inc_value("trawl/keys_dropped")
+        self.crawler.stats.inc_value(statkeys.KEYS_DROPPED)
         if not self.keys.usable and not self.all_keys_refused:
             self.all_keys_refused = True
             self.record_error(

@@ -17,6 +17,7 @@ from twisted.python.failure import Failure
 
 from trawl.politeness.ratelimit import OWN_RATE_LIMITS
 from trawl.politeness.retryrule import backoff_retry
+from trawl.run import statkeys
 from trawl.settings_checks import Setting, text, whole
 from trawl.sources.base import SourceSpider
 from trawl.sources.urlscan.paging import MAX_PAGE_SIZE, Paging
@@ -159,7 +160,7 @@ class UrlscanSpider(Paging, KeyRotation, Results, SourceSpider):
             return
         if data is None:
             return
-        self.crawler.stats.inc_value("trawl/pages")
+        self.crawler.stats.inc_value(statkeys.PAGES)
         if response.meta["counting"]:
             self._report_estimate(data)
             return

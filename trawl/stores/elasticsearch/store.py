@@ -31,6 +31,7 @@ import polars as pl
 from trawl.errors import StoreError
 from trawl.records.batches import URL_SCHEMA, Batch, UrlBatch
 from trawl.records.provenance import Provenance
+from trawl.run import statkeys
 from trawl.settings_checks import Setting
 from trawl.stores.contract import PartlyStored
 from trawl.stores.elasticsearch import reading
@@ -140,7 +141,7 @@ class ElasticsearchStore:
                 raise PartlyStored(f"{len(keys) - stored} of {len(keys)} pages stored before")
             # stored before this run was stopped: every row a repeat
             batch.frame = batch.frame.with_columns(pl.lit(False).alias("new"), pl.lit(True).alias("repeat"))
-            self.context.stats.inc_value("trawl/pages_already_stored", len(keys))
+            self.context.stats.inc_value(statkeys.PAGES_ALREADY_STORED, len(keys))
             return None
         self._pages.update(keys)
         assert isinstance(batch, UrlBatch)
@@ -182,9 +183,9 @@ class ElasticsearchStore:
         batch.frame = frame.with_columns(columns).with_columns(columns_expr)
         stats = self.context.stats
         if write.rejections:
-            stats.inc_value("trawl/elasticsearch/rejected_429", write.rejections)
+            stats.inc_value(statkeys.ELASTICSEARCH_REJECTED_429, write.rejections)
         if write.retried_requests:
-            stats.inc_value("trawl/elasticsearch/retried_requests", write.retried_requests)
+            stats.inc_value(statkeys.ELASTICSEARCH_RETRIED_REQUESTS, write.retried_requests)
         if write.dead:
             lines = [
                 dead_letter_line(
@@ -193,7 +194,7 @@ class ElasticsearchStore:
                 for d in write.dead
             ]
             append_dead_letters(self.dead_letters, lines)
-            stats.inc_value("trawl/elasticsearch/dead_letters", len(lines))
+            stats.inc_value(statkeys.ELASTICSEARCH_DEAD_LETTERS, len(lines))
             first = write.dead[0]
             logger.error(
                 "elasticsearch: %d of %d URLs of %s %s could not be indexed (HTTP %s: %s); written to %s,"
@@ -241,9 +242,9 @@ class ElasticsearchStore:
             if done is None
         ]
         append_dead_letters(self.dead_letters, lines)
-        self.context.stats.inc_value("trawl/elasticsearch/dead_letters", len(lines))
+        self.context.stats.inc_value(statkeys.ELASTICSEARCH_DEAD_LETTERS, len(lines))
         if write.retried_requests:
-            self.context.stats.inc_value("trawl/elasticsearch/retried_requests", write.retried_requests)
+            self.context.stats.inc_value(statkeys.ELASTICSEARCH_RETRIED_REQUESTS, write.retried_requests)
         retries = write.options.retries
         tries = f" after {retries} {'retry' if retries == 1 else 'retries'}" if write.retried_requests else ""
         return StoreError(

@@ -40,6 +40,7 @@ from trawl.errors import StoreError, TrawlUsageError
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import URL_SCHEMA, Batch, UrlBatch
 from trawl.records.runs import FIRST_SEEN_SCHEMA, RUNS_SCHEMA, covering_domains, empty_runs
+from trawl.run import statkeys
 from trawl.settings_checks import Setting, one_of, read, whole
 from trawl.stores.contract import KEYED_KINDS, PartlyStored
 from trawl.stores.location import data_dir
@@ -261,7 +262,7 @@ class SqliteStore:
         if claimed:
             raise PartlyStored(f"{len(pages) - claimed} of {len(pages)} pages stored before")
         batch.frame = batch.frame.with_columns(pl.lit(False).alias("new"), pl.lit(True).alias("repeat"))
-        self.context.stats.inc_value("trawl/pages_already_stored", len(pages))
+        self.context.stats.inc_value(statkeys.PAGES_ALREADY_STORED, len(pages))
         return False
 
     def _rows(self, frame: pl.DataFrame, source: str, now: float) -> pl.DataFrame:
