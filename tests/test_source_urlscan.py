@@ -8,6 +8,7 @@ received (keys, ``search_after``, timing), the exit status.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from urllib.parse import urlencode
@@ -21,12 +22,15 @@ from tests.servers.urlscan import (
     make_result,
     server_error,
 )
+from trawl.sources.urlscan.paging import smaller_size
 
 KEY_A = "KEY-AAAA-SECRET-1"
 KEY_B = "KEY-BBBB-SECRET-2"
 KEY_BAD = "KEY-CCCC-REFUSED-3"
 NO_KEY_ENV = {"URLSCAN_API_KEY": "", "URLSCAN_API_KEYS": ""}
 LAST_RECORDED_SORT = "1675117496569,726a4563-1d15-4b19-8ca9-78aed27b60c5"
+#: The recorded answer's page size (urlscan's default ``size``).
+RECORDED_SIZE = 100
 
 # 30 scans older than the recorded ones: page 2 at the default size of 100.
 EXTRA = [
@@ -80,12 +84,21 @@ def crawl(
     domain: str = "example.com",
     settings: dict | None = None,
     env: dict | None = None,
+    page_size: int | None = RECORDED_SIZE,
 ) -> CrawlResult:
+    """``trawl crawl urlscan`` against ``server``.
+
+    Most tests page the recording at its own size (``-s URLSCAN_PAGE_SIZE=100``:
+    page 1 is then the recorded answer); ``page_size=None`` sends no size
+    setting, so the default (10000) applies, as for a user.
+    """
     merged: dict[str, object] = {
         "URLSCAN_BASE_URL": server.base_url if server else "http://127.0.0.1:9",
         "RETRY_TIMES": 1,
         "RETRY_BACKOFF_BASE": 0.01,
     }
+    if page_size is not None:
+        merged["URLSCAN_PAGE_SIZE"] = page_size
     merged.update(settings or {})
     return run_scrapy(
         workdir, *crawl_args("urlscan", domain, merged, *extra), env={**NO_KEY_ENV, **(env or {})}
@@ -337,6 +350,23 @@ def test_malformed_json(workdir: Path) -> None:
     assert set(result.lines("u.txt")) == RECORDED_FILTERED
 
 
+def test_bad_query_at_the_default_size_is_one_error_after_the_smaller_sizes(workdir: Path) -> None:
+    # a 400 is read as the plan refusing the size until 100; refused at 100 too, it is the query
+    body = json.dumps({"message": "Search query invalid", "status": 400}).encode()
+    fault = (400, body, {"Content-Type": "application/json"})
+    with FakeUrlscanServer.from_sample(EXTRA, faults=[fault] * 3) as srv:
+        result = crawl(workdir, srv, page_size=None)
+    assert result.returncode == 1
+    assert_no_traceback(result)
+    assert [(r.param("size"), r.param("search_after")) for r in srv.requests] == [
+        ("10000", None),
+        ("1000", None),
+        ("100", None),
+    ]
+    assert len(result.errors) == 1 and "HTTP 400 for search page 1: Search query invalid" in result.errors[0]
+    assert "the plan refused" not in result.stderr
+
+
 def test_bad_query_answer(workdir: Path) -> None:
     body = json.dumps({"message": "Search query invalid", "status": 400}).encode()
     with FakeUrlscanServer.from_sample(
@@ -359,12 +389,15 @@ def test_empty_result(workdir: Path) -> None:
 
 
 def test_plan_serving_fewer_than_size(workdir: Path) -> None:
-    # short pages, yet fewer results read than total: not the end
+    # size=10000 served 40 a page: short pages, yet fewer results read than total: not the end
     with FakeUrlscanServer.from_sample(EXTRA, max_size=40) as srv:
-        result = crawl(workdir, srv, "-o", "u.txt")
+        result = crawl(workdir, srv, "-o", "u.txt", page_size=None)
     assert result.returncode == 0
-    assert len(srv.requests) == 4  # 40 + 40 + 40 + 10 = 130
+    assert [r.param("size") for r in srv.requests] == ["10000"] * 4  # 40 + 40 + 40 + 10 = 130
     assert set(result.lines("u.txt")) == FILTERED
+    # the progress counts pages at what the plan serves, not at what was asked
+    assert result.stat("trawl/pages") == "4" and result.stat("trawl/pages_total") == "4"
+    assert "the plan refused" not in result.stderr
 
 
 def test_server_ignoring_search_after_is_not_walked_forever(workdir: Path) -> None:
@@ -390,6 +423,99 @@ def test_bad_page_size_setting(workdir: Path) -> None:
     errors = [line for line in result.stderr.splitlines() if line.startswith("trawl: error:")]
     assert errors == ["trawl: error: URLSCAN_PAGE_SIZE must be a whole number from 1 to 10000, got '20000'"]
     assert "Spider opened" not in result.stderr
+
+
+# --- page size: 10000 a page, smaller when the plan refuses it --------------------------------------
+
+
+def scans(count: int) -> list[dict]:
+    """``count`` scans of ``https://example.com/p/<i>``, one a minute (one URL each)."""
+    start = dt.datetime(2023, 1, 1, tzinfo=dt.timezone.utc)
+    return [
+        make_result(
+            f"https://example.com/p/{i}",
+            (start + dt.timedelta(minutes=i)).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        )
+        for i in range(count)
+    ]
+
+
+def size_log(result: CrawlResult) -> list[str]:
+    return [line for line in result.stderr.splitlines() if "the plan refused size=" in line]
+
+
+def test_smaller_sizes_step_down_to_urlscans_default() -> None:
+    refused = (10_000, 5_000, 1_000, 500, 100, 10)
+    assert [smaller_size(n) for n in refused] == [1000, 1000, 100, 100, None, None]
+
+
+def test_default_asks_10000_a_page_and_sends_far_fewer_requests(tmp_path: Path) -> None:
+    data = scans(2500)
+    expected = {r["page"]["url"] for r in data}
+    (big := tmp_path / "default").mkdir()
+    (small := tmp_path / "small").mkdir()
+    with FakeUrlscanServer(results=data) as srv:
+        default = crawl(big, srv, "-o", "u.txt", page_size=None)
+        default_requests = list(srv.requests)
+    with FakeUrlscanServer(results=data) as srv:
+        paged = crawl(small, srv, "-o", "u.txt", settings={"URLSCAN_PAGE_SIZE": 100}, page_size=None)
+        small_requests = list(srv.requests)
+    assert default.returncode == 0 and paged.returncode == 0, default.stderr[-2000:] + paged.stderr[-2000:]
+    assert [(r.param("size"), r.param("search_after")) for r in default_requests] == [("10000", None)]
+    # the user's explicit size is sent as is: 25 full pages, then the empty one
+    assert {r.param("size") for r in small_requests} == {"100"} and len(small_requests) == 26
+    assert set(default.stored()) == set(paged.stored()) == expected
+    assert sorted(default.lines("u.txt")) == sorted(expected)
+    assert size_log(default) == [] and size_log(paged) == []
+
+
+def test_plan_capped_at_1000_steps_down_once_and_stores_the_same(workdir: Path) -> None:
+    # total capped at 1000 and has_more true as well: the paging rule is exercised at the new size
+    with FakeUrlscanServer(results=scans(2500), refuse_above=1000, total_cap=1000) as srv:
+        result = crawl(workdir, srv, "-o", "u.txt", page_size=None)
+        ordered = srv.results
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_no_traceback(result)
+    assert result.errors == []
+    after = [",".join(str(v) for v in ordered[n - 1]["sort"]) for n in (1000, 2000, 2500)]
+    # refused at 10000; the same (first) page again at 1000; then on at 1000 to the empty page
+    assert [(r.param("size"), r.param("search_after")) for r in srv.requests] == [
+        ("10000", None),
+        ("1000", None),
+        ("1000", after[0]),
+        ("1000", after[1]),
+        ("1000", after[2]),
+    ]
+    assert srv.refused_sizes == [10000]
+    lines = result.lines("u.txt")
+    assert len(lines) == len(set(lines)) == 2500
+    assert set(result.stored()) == set(lines) == {r["page"]["url"] for r in ordered}
+    [line] = size_log(result)
+    assert "size=10000 (HTTP 400: Search size too large" in line
+    assert "1000 results a page for the rest of the run" in line
+
+
+def test_plan_capped_at_100_steps_down_twice_logged_once(workdir: Path) -> None:
+    with FakeUrlscanServer(results=scans(250), refuse_above=100) as srv:
+        result = crawl(workdir, srv, "-o", "u.txt", page_size=None)
+        expected = expected_search_after(srv, 100, 3)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [r.param("size") for r in srv.requests] == ["10000", "1000", "100", "100", "100"]
+    assert [r.param("search_after") for r in srv.requests] == [None, None, *expected]
+    assert srv.refused_sizes == [10000, 1000]
+    assert len(result.lines("u.txt")) == len(set(result.lines("u.txt"))) == 250
+    [line] = size_log(result)
+    assert "size=10000 and 1000" in line and "100 results a page" in line
+
+
+def test_explicit_page_size_is_honoured_as_is(workdir: Path) -> None:
+    with FakeUrlscanServer(results=scans(250), refuse_above=1000) as srv:
+        result = crawl(workdir, srv, "-o", "u.txt", settings={"URLSCAN_PAGE_SIZE": 500}, page_size=None)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [r.param("size") for r in srv.requests] == ["500"]
+    assert srv.refused_sizes == []
+    assert size_log(result) == []
+    assert len(result.lines("u.txt")) == 250
 
 
 # --- check only ---------------------------------------------------------------------------------

@@ -15,7 +15,10 @@ byte, see :meth:`FakeUrlscanServer.from_sample`) and
   case, not the end;
 * ``q``: ``domain:<d>`` (the domain or a subdomain was contacted by the scan)
   and ``date:[A TO B]`` joined with ``AND``; ``size`` default 100, at most
-  10,000, served at most at the plan's ``max_size``;
+  10,000, served at most at the plan's ``max_size`` (a short page, as waymore's
+  use of ``size=10000`` with any key suggests), or refused above the plan's
+  ``refuse_above`` with a 400 (the other plausible answer, [GUESS] body:
+  urlscan's error shape, ``message``/``description``/``status``);
 * ``API-Key`` header (optional); ``X-Rate-Limit-*`` headers on every answer;
   a key over its quota gets 429 with ``X-Rate-Limit-Reset-After`` and
   ``X-Rate-Limit-Reset`` until the reset; an unknown key gets 401.
@@ -181,6 +184,14 @@ class _BadQuery(Exception):
     pass
 
 
+class _PlanLimit(Exception):
+    """A ``size`` above what the plan accepts (:attr:`FakeUrlscanServer.refuse_above`)."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        super().__init__(size, limit)
+        self.size, self.limit = size, limit
+
+
 @dataclass
 class FakeUrlscanServer(LocalApiServer):
     """urlscan.io's search endpoint over a list of results (any order; served newest first)."""
@@ -188,6 +199,10 @@ class FakeUrlscanServer(LocalApiServer):
     results: list[dict[str, Any]] = field(default_factory=list)
     #: Largest ``size`` the plan serves (a bigger one is served at this size).
     max_size: int = MAX_SIZE
+    #: Largest ``size`` the plan accepts: a bigger one gets HTTP 400 (``None``: none refused).
+    refuse_above: int | None = None
+    #: The sizes refused so far (HTTP 400), in order, for assertions.
+    refused_sizes: list[int] = field(default_factory=list)
     #: ``total`` never exceeds this (urlscan: 10,000).
     total_cap: int = TOTAL_CAP
     #: A ``total`` to report instead of the real one (to replay the recorded answer).
@@ -243,6 +258,15 @@ class FakeUrlscanServer(LocalApiServer):
             return refused
         try:
             page, body = self._search(request)
+        except _PlanLimit as exc:
+            self.refused_sizes.append(exc.size)
+            # [GUESS] body text; a refused request is not counted against the quota.
+            body = {
+                "message": "Search size too large",
+                "description": f"size={exc.size} exceeds the maximum of {exc.limit} for your plan.",
+                "status": 400,
+            }
+            return self._json(400, body, self._rate_headers(key, quota, now))
         except _BadQuery as exc:
             return self._json(400, {"message": str(exc), "status": 400}, self._rate_headers(key, quota, now))
         faults = self.fail_pages.get(page)
@@ -316,6 +340,8 @@ class FakeUrlscanServer(LocalApiServer):
         size = _int(request.param("size"), 100)
         if not 1 <= size <= MAX_SIZE:
             raise _BadQuery(f"size must be between 1 and {MAX_SIZE}")
+        if self.refuse_above is not None and size > self.refuse_above:
+            raise _PlanLimit(size, self.refuse_above)
         size = min(size, self.max_size)
         after = request.param("search_after")
         bound = None

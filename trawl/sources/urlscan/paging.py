@@ -10,6 +10,25 @@ on full pages that are far from the end (gau stops there and gets one page).
 The spider keeps asking while a page is full, or while it has read fewer
 results than ``total`` (a plan may serve fewer than ``size``), and stops on a
 short page or an empty one.
+
+Page size: the spider asks for ``size=10000``, urlscan's documented maximum
+(default 100, "max 10000 (depending on plan)": api-formats.md, section e), as
+waymore does: up to 100 times fewer requests, and every search request counts
+against the account's quota. What a plan does with a ``size`` above its own
+limit is not documented anywhere we could read (docs.urlscan.io, urlscan-python,
+waymore, api-formats.md). The evidence points to a short page: waymore sends
+``size=10000`` with a free key and without one, handles no refusal, and notes
+that the key "can change the max endpoints per page, depending on URLScan
+subscription"; the paging rule above already reads such short pages to the end.
+In case a plan refuses instead, the most plausible answer (HTTP 400 with
+urlscan's JSON error body, ``{"message", "description", "status"}``) is handled
+too: any 400 to a request asking for more than 100 is taken as the size refused,
+and the *same* page (same ``search_after``) is asked again a step smaller (10000
+-> 1000 -> 100), so nothing is skipped or read twice. The size kept is
+remembered for the rest of the run and logged once. A query urlscan refuses at
+every size (a genuine bad query) costs two extra requests (refused requests are
+not counted against the quota: only HTTP 200s are) and ends, as before, in one
+ERROR line quoting urlscan's message.
 """
 
 from __future__ import annotations
@@ -23,10 +42,15 @@ import scrapy
 from scrapy.http import Response
 
 from trawl.run import statkeys
+from trawl.sources.base import json_error_text
 
 #: ``total`` never says more than this; ``has_more`` then means "more than that".
 TOTAL_CAP = 10_000
+#: urlscan's documented maximum ``size``, and the default asked for.
 MAX_PAGE_SIZE = 10_000
+#: The sizes tried, largest first, after a plan refuses a bigger one; 100 is urlscan's
+#: default ``size``, served to every plan and to keyless requests.
+SMALLER_SIZES = (1_000, 100)
 
 if TYPE_CHECKING:
     from trawl.sources.base import SourceSpider
@@ -56,6 +80,11 @@ def query_date(value: str, *, end: bool) -> str:
     return bound.isoformat()
 
 
+def smaller_size(refused: int) -> int | None:
+    """The next size to ask after ``refused`` was refused, or ``None`` below the last step."""
+    return next((size for size in SMALLER_SIZES if size < refused), None)
+
+
 def sort_value(value: object) -> str:
     """One ``sort`` value as ``search_after`` wants it (``1675117496569``, not ``1.67e12``)."""
     if isinstance(value, bool):
@@ -83,13 +112,19 @@ class Paging(_Base):
         total = data.get("total")
         return total if isinstance(total, int) and not isinstance(total, bool) and total >= 0 else None
 
-    def _note_total(self, data: dict[str, Any]) -> None:
+    def _note_total(self, data: dict[str, Any], served: int, size: int) -> None:
+        """The scan count (log line) and the page count (progress) from page 1.
+
+        A plan that serves fewer than ``size`` serves that many a page: the pages
+        are counted at what page 1 brought, not at what was asked.
+        """
         total = self._total(data)
         if total is None:
             return
         capped = total >= TOTAL_CAP or data.get("has_more") is True
+        per_page = served if 0 < served < min(size, total) else size
         if not capped:
-            self.crawler.stats.set_value(statkeys.PAGES_TOTAL, max(1, math.ceil(total / self.page_size)))
+            self.crawler.stats.set_value(statkeys.PAGES_TOTAL, max(1, math.ceil(total / per_page)))
         self.logger.info(
             "%s: %s%d scan(s) for %s (%s)",
             self.name,
@@ -131,6 +166,38 @@ class Paging(_Base):
             )
             return None
         return await self._data_request(page=response.meta["page"] + 1, search_after=search_after)
+
+    # --- the page size a plan accepts ---------------------------------------------------
+
+    def _size_refused(self, response: Response) -> int | None:
+        """After a 400 to a page request: the smaller size to ask the same page with, noted
+        for the rest of the run; ``None`` when there is no smaller step (the 400 is then an
+        error like any other)."""
+        meta = response.meta
+        smaller = smaller_size(meta["size"])
+        if meta["counting"] or smaller is None:
+            return None
+        if not self.sizes_refused:
+            self.size_refusal = json_error_text(response.body, ("message", "description"))
+        self.sizes_refused.append(meta["size"])
+        self.page_size = min(self.page_size, smaller)
+        self.logger.debug("%s: size=%d refused (HTTP 400); asking %d", self.name, meta["size"], smaller)
+        return smaller
+
+    def _log_size_kept(self, size: int) -> None:
+        """Once a smaller size was served: one line naming the size kept for the run."""
+        if not self.sizes_refused or self.size_logged:
+            return
+        self.size_logged = True
+        refused = " and ".join(str(s) for s in self.sizes_refused)
+        why = f": {self.size_refusal}" if self.size_refusal else ""
+        self.logger.info(
+            "%s: the plan refused size=%s (HTTP 400%s); %d results a page for the rest of the run",
+            self.name,
+            refused,
+            why,
+            size,
+        )
 
     def _report_estimate(self, data: dict[str, Any]) -> None:
         total = self._total(data)

@@ -37,7 +37,13 @@ class UrlscanSpider(Paging, KeyRotation, Results, SourceSpider):
     api_key_required = False
     settings_declared = {
         "URLSCAN_API_KEYS": Setting("", text, "several API keys, comma-separated (a key ring)"),
-        "URLSCAN_PAGE_SIZE": Setting(100, whole(1, MAX_PAGE_SIZE), "results per search request"),
+        "URLSCAN_PAGE_SIZE": Setting(
+            MAX_PAGE_SIZE,
+            whole(1, MAX_PAGE_SIZE),
+            "results per search request: urlscan's maximum, 10000 (waymore's too), up to 100 times "
+            "fewer requests than its default of 100; a plan that refuses a size (HTTP 400) gets the same "
+            "page asked a step smaller, 1000 then 100 (urlscan.paging says why)",
+        ),
         "URLSCAN_MAX_WAIT": Setting(
             3600, whole(0, 86400 * 7), "longest wait for a rate-limited key's reset (seconds)"
         ),
@@ -56,6 +62,11 @@ class UrlscanSpider(Paging, KeyRotation, Results, SourceSpider):
         #: When the public (keyless) quota of this IP resets, if it ran out.
         self.anonymous_rest = 0.0
         self.all_keys_refused = False
+        #: Sizes a plan refused (HTTP 400), the first refusal's message, and whether the
+        #: size kept was logged (once a page came at a smaller size).
+        self.sizes_refused: list[int] = []
+        self.size_refusal = ""
+        self.size_logged = False
 
     async def start(self) -> AsyncIterator[Any]:
         self.log_target()
@@ -121,12 +132,15 @@ class UrlscanSpider(Paging, KeyRotation, Results, SourceSpider):
             },
         )
 
-    async def _resend(self, response: Response, *, throttled: int | None = None) -> scrapy.Request | None:
+    async def _resend(
+        self, response: Response, *, throttled: int | None = None, size: int | None = None
+    ) -> scrapy.Request | None:
+        """The same page again (same ``search_after``): nothing skipped, nothing read twice."""
         meta = response.meta
         return await self._search(
             page=meta["page"],
             search_after=meta["search_after"],
-            size=meta["size"],
+            size=meta["size"] if size is None else size,
             counting=meta["counting"],
             throttled=meta["throttled"] if throttled is None else throttled,
         )
@@ -147,6 +161,13 @@ class UrlscanSpider(Paging, KeyRotation, Results, SourceSpider):
             if request is not None:
                 yield request
             return
+        if status == 400:
+            smaller = self._size_refused(response)
+            if smaller is not None:
+                request = await self._resend(response, size=smaller)
+                if request is not None:
+                    yield request
+                return
         if status >= 500 or status == 408:
             retry = self._retry(response.request, f"HTTP {status}")
             if retry is not None:
@@ -164,12 +185,13 @@ class UrlscanSpider(Paging, KeyRotation, Results, SourceSpider):
         if response.meta["counting"]:
             self._report_estimate(data)
             return
+        self._log_size_kept(response.meta["size"])
         results = [r for r in data["results"] if isinstance(r, dict)]
         batch = self._batch(results, page)
         if batch is not None:
             yield batch
         if page == 1:
-            self._note_total(data)
+            self._note_total(data, len(results), response.meta["size"])
         self.results_read += len(results)
         request = await self._next_page(data, results, response)
         if request is not None:
