@@ -62,7 +62,9 @@ class IntelxSpider(SourceSpider):
             "the free tier, tried when the paid one refuses a key",
         ),
         "INTELX_MAX_RESULTS": Setting(10000, whole(1), '"maxresults" of the phonebook search'),
-        "INTELX_PAGE_SIZE": Setting(1000, whole(1), '"limit" of each result request'),
+        "INTELX_PAGE_SIZE": Setting(
+            1000, whole(1), '"limit" of each result request (the IntelX SDK\'s; no documented maximum)'
+        ),
         "INTELX_SEARCH_TIMEOUT": Setting(5, whole(0), '"timeout" of the search (seconds, IntelX side)'),
         "INTELX_POLL_INTERVAL": Setting(
             2.0, seconds(0), 'seconds between result requests while "not ready yet"'

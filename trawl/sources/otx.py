@@ -27,7 +27,9 @@ from trawl.records.timestamps import iso_timestamp
 from trawl.run import statkeys
 from trawl.sources.base import SourceSpider, json_error_text
 
-#: URLs per page: the most OTX serves (waymore's author), and what waymore asks for.
+#: URLs per page: the most OTX serves (waymore's author: "the maximum you can set"), and
+#: what waymore asks for; no source confirms a bigger one, so it is not a setting
+#: (docs/sources/otx.md, "Page size"). The ``limit`` OTX echoes is what pages are counted at.
 PAGE_LIMIT = 500
 #: 401/403 mean a bad key; 429 and these reach the callback after Scrapy's retries.
 AUTH_STATUSES = (401, 403)

@@ -33,7 +33,11 @@ class WaybackSpider(CdxSpider):
             "/cdx/search/cdx", text, "the CDX endpoint's path under WAYBACK_BASE_URL"
         ),
         "WAYBACK_DIALECT": Setting("auto", one_of("auto", "ia", "pywb"), "auto, ia or pywb"),
-        "WAYBACK_PAGE_SIZE": Setting(0, whole(0), "the pageSize sent (0: the server's)"),
+        "WAYBACK_PAGE_SIZE": Setting(
+            0,
+            whole(0),
+            "the pageSize sent (0: the server's; archive.org's default, 50 blocks, is also its most)",
+        ),
     }
 
     def configure(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
