@@ -29,6 +29,7 @@ from tests.servers.intelx import FakeIntelX
 from tests.servers.otx import FakeOtxServer, OtxUrl
 from tests.servers.urlscan import FakeUrlscanServer, make_result
 from tests.servers.virustotal import FakeVirusTotal, build_report
+from trawl.run.counts import counted
 
 QUIET = {"TRAWL_LOG_ALL": "False"}  # trawl's default console (the suite keeps Scrapy's lines)
 VT_KEY = "vt-logs-key-8e21c4d09b7a"
@@ -112,7 +113,8 @@ def test_json_lines(workdir: Path) -> None:
     summary = next(e for e in entries if e["message"].startswith("wayback: complete (finished)"))
     assert summary["source"] == "wayback" and summary["level"] == "INFO"
     counters = summary["counters"]
-    assert f": {counters['requests']} requests, {counters['pages']} pages, " in summary["message"]
+    pages = counted(counters["pages"], "page")  # "1 page": the empty page that ends a walk is not counted
+    assert f": {counters['requests']} requests, {pages}, " in summary["message"]
     assert (counters["outcome"], counters["urls_new"], counters["errors"]) == ("complete", 1, 0)
     progress = [e for e in entries if e["message"].startswith("wayback: pages ")]
     assert all(set(e["counters"]) >= {"pages", "requests", "captures", "errors"} for e in progress)

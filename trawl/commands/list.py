@@ -1,4 +1,4 @@
-"""``scrapy list`` that says why plugin sources are missing, in one line.
+"""``trawl list``: the sources a crawl can name; says why plugin sources are missing, in one line.
 
 The spider loader cannot report a bad ``TRAWL_PLUGINS`` or
 ``TRAWL_PLUGINS_DISABLED`` itself (Scrapy builds it before a crawl command
@@ -18,6 +18,9 @@ EXIT_USAGE = 2
 
 
 class Command(ScrapyListCommand):
+    def short_desc(self) -> str:
+        return "List the sources a crawl can name (and all)"
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         loader = get_spider_loader(self.settings)

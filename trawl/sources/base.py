@@ -135,6 +135,10 @@ class Source(scrapy.Spider):
             declared[cls.api_key_setting] = Setting(
                 "", text, f"the {cls.name} API key (or the environment variable of this name)"
             )
+            # trawl.sources.keys reads NAMES before NAME: a key ring, used in turn.
+            declared[cls.api_key_setting + "S"] = Setting(
+                "", text, f"several {cls.name} API keys, comma-separated, used in turn"
+            )
         for klass in reversed(cls.__mro__):
             declared.update(vars(klass).get("settings_declared", {}))
         return declared

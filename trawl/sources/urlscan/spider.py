@@ -18,7 +18,7 @@ from twisted.python.failure import Failure
 from trawl.politeness.ratelimit import OWN_RATE_LIMITS
 from trawl.politeness.retryrule import backoff_retry
 from trawl.run import statkeys
-from trawl.settings_checks import Setting, text, whole
+from trawl.settings_checks import Setting, whole
 from trawl.sources.base import SourceSpider
 from trawl.sources.urlscan.paging import MAX_PAGE_SIZE, Paging
 from trawl.sources.urlscan.results import Results
@@ -36,7 +36,6 @@ class UrlscanSpider(Paging, KeyRotation, Results, SourceSpider):
     api_key_setting = "URLSCAN_API_KEY"
     api_key_required = False
     settings_declared = {
-        "URLSCAN_API_KEYS": Setting("", text, "several API keys, comma-separated (a key ring)"),
         "URLSCAN_PAGE_SIZE": Setting(
             MAX_PAGE_SIZE,
             whole(1, MAX_PAGE_SIZE),
