@@ -204,7 +204,7 @@ _DIE_IN_TRANSACTION = textwrap.dedent(
         print("dying", flush=True)
         os.kill(os.getpid(), signal.SIGKILL)
 
-    SqliteStore._merge_known = die
+    SqliteStore._read_known = die
     store.write_batch(batch(range(500, 40000)))
     print("survived", flush=True)
     """

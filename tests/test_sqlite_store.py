@@ -505,20 +505,20 @@ def test_a_failed_batch_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytes
     store.write_batch(make_batch([(A, "2010", "2010", 1, "200", "text/html")]))
     before = facts(db)
 
-    merge = SqliteStore._merge_known
+    read_known = SqliteStore._read_known
 
     def merge_then_fail(self: SqliteStore, *args: object) -> None:
-        merge(self, *args)  # B inserted, A updated: all inside the batch's transaction
+        read_known(self, *args)  # B inserted, A updated: all inside the batch's transaction
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr(SqliteStore, "_merge_known", merge_then_fail)
+    monkeypatch.setattr(SqliteStore, "_read_known", merge_then_fail)
     bad = make_batch([(A, "2000", "2020", 7, "500", "text/xml"), (B, "2011", "2011", 1, "200", "text/html")])
     with pytest.raises(RuntimeError, match="disk on fire"):
         store.write_batch(bad)
     monkeypatch.undo()
     # Neither B's insert nor A's update survived; the store still takes batches.
     assert facts(db) == before
-    assert store.connection is not None and not store.connection.in_transaction
+    assert store.on_writer(lambda: store.connection is not None and not store.connection.in_transaction)
     assert store.write_batch(make_batch([(B, "2011", "2011", 1, "200", "text/html")])) == 1
     store.close("finished")
     assert facts(db) == {**before, B: ("2011", "2011", 1, "200", "text/html")}
@@ -529,7 +529,53 @@ def test_open_sets_wal_and_synchronous(tmp_path: Path) -> None:
     store = open_store(tmp_path / "s.db", "run-1")
     con = store.connection
     assert con is not None
-    assert con.execute("PRAGMA journal_mode").fetchone() == ("wal",)
-    assert con.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+    pragmas = "SELECT * FROM pragma_journal_mode, pragma_synchronous"
+    assert store.on_writer(lambda: con.execute(pragmas).fetchone()) == ("wal", 1)  # NORMAL
+    # The connection belongs to the store's writer thread: no other thread may use it.
+    with pytest.raises(sqlite3.ProgrammingError, match="thread"):
+        con.execute("SELECT 1")
     store.close("finished")
     assert os.path.exists(tmp_path / "s.db")
+
+
+# A plugin whose URL batches the store must refuse: every URL twice in one batch.
+_BROKEN_BATCHES = """
+from trawl import hookimpl
+from trawl.records.batches import UrlBatch
+
+
+@hookimpl
+def trawl_dedup_batch(batch, context):
+    if batch.kind != "capture":
+        return None
+    urls, hosts = batch.column("url") * 2, batch.column("host") * 2
+    size = len(urls)
+    return UrlBatch.from_columns(batch.source, urls, hosts, [None] * size, [None] * size, [1] * size,
+                                 [[]] * size, [[]] * size, page=batch.page, page_rows=batch.page_rows)
+"""
+
+
+def test_a_store_failure_stops_the_crawl_with_one_line(workdir: Path) -> None:
+    """Batches queued for the writer thread behind the failed one add no second line."""
+    module_dir = workdir.parent / "broken"
+    module_dir.mkdir()
+    (module_dir / "broken_batches.py").write_text(_BROKEN_BATCHES, encoding="utf-8")
+    captures = [make_capture(f"https://example.com/p{n}", "20200101000000") for n in range(120)]
+    with FakeCdxServer(captures, lines_per_page=3) as many_pages:
+        result = crawl(
+            workdir,
+            many_pages,
+            "-s",
+            'TRAWL_PLUGINS={"broken_batches": true}',
+            "-s",
+            "BATCH_COALESCE_ROWS=0",  # 40 batches, one a page: several are queued when the first fails
+            env={"PYTHONPATH": os.pathsep.join([str(module_dir), os.environ.get("PYTHONPATH", "")])},
+        )
+        asked = len(many_pages.requests)
+    assert result.returncode != 0
+    assert_no_traceback(result)
+    lines = [line for line in result.stderr.splitlines() if "store: cannot write" in line]
+    assert len(lines) == 1, lines
+    assert lines[0].endswith("URLs could not be stored; stopping the crawl (rerun to complete it)"), lines[0]
+    assert query(workdir / "trawl.db", "SELECT count(*) FROM urls") == [(0,)]
+    assert asked < 40  # the crawl stopped

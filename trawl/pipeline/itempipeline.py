@@ -14,10 +14,13 @@ in-memory "seen" set of a run without a store belong to the URL plugin
 (domain, filters) is in the run context's ``inputs``, which the source fills
 (``Source.run_inputs``). A second record kind travels the same path.
 
-Store writes run on the reactor thread, or are awaited when the store is an
-:class:`~trawl.stores.contract.AsyncWritingStore`. Handing SQLite writes to a
-worker thread was measured slower (1M captures: 22.6 s against 18.3 s):
-sqlite3 takes the GIL back for every row of ``executemany``.
+Store writes are awaited when the store is an
+:class:`~trawl.stores.contract.AsyncWritingStore` (both built-in stores are:
+SQLite writes on a thread of its own, Elasticsearch talks to its cluster), so
+the reactor goes on downloading and parsing meanwhile; the item's
+``process_item`` waits for its batch, which is how Scrapy's scraper limit
+holds downloads back when the store falls behind. A synchronous store's
+``write_batch`` runs on the reactor thread.
 """
 
 from __future__ import annotations
@@ -151,7 +154,8 @@ class PluginPipeline:
         except PartlyStored:
             raise  # the coalescer writes its pages one by one
         except Exception as exc:  # noqa: BLE001
-            self._fail_store(f"cannot write {len(batch)} records of {item.source} {item.page}", exc)
+            if not self.store_failed:  # a batch queued behind the failed one: the crawl is stopping already
+                self._fail_store(f"cannot write {len(batch)} records of {item.source} {item.page}", exc)
             raise DropItem("not stored") from None
         hook.trawl_batch_stored(batch=batch, new=new, context=context)
         return batch

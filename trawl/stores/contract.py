@@ -31,10 +31,10 @@ lacks one a run needs is refused in one line naming what it lacks, instead of
 the run silently losing resume, ``-o`` or search (issue 8: a third-party store
 with the three writing methods lost all three without a word).
 
-``write_batch`` is called on the reactor thread, one batch at a time (a
-worker thread was measured no faster for SQLite: 68k against 66-82k
-captures/s on the 1M-capture bench, as sqlite3 binds every row under the
-GIL); a store that waits on a server implements ``AsyncWritingStore``.
+``write_batch`` is called on the reactor thread, one batch at a time; a store
+that waits on a server, or writes on a thread of its own (SQLite, see
+:mod:`trawl.stores.sqlite.writer`), implements ``AsyncWritingStore``, and the
+pipeline awaits its batches in the order it hands them over.
 
 The write rule every store follows is, for URLs, :mod:`trawl.records.provenance`'s
 (one record type, one merge rule), and for a declared kind its own declaration's.

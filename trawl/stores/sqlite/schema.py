@@ -4,12 +4,16 @@ The tables are those of trawl 0.1, so stores written by it keep working.
 Set-valued provenance is comma-joined sorted text (what ``scrapy search``'s
 SQL reads); per-source counts are JSON (``{source: [run, in_run, best]}``).
 
-:func:`upsert_sql` is :meth:`trawl.records.provenance.Provenance.merge` as one
-``INSERT ... ON CONFLICT DO UPDATE``: min/max timestamps, the run-count rule
-with ``json_set`` and ``->>``, and the set unions in C when the sets are equal
-or one is empty (nearly always), through ``trawl_union`` (the same Python
-``union`` the rule uses) otherwise. Reading each known row back into Python to
-merge it cost ~12 of 41 profiled seconds of a four-source crawl (issue 8).
+A URL batch is merged set-wise (:mod:`trawl.stores.sqlite.merge`): its rows go
+into a temporary staging table in one statement (:data:`STAGE`, from one JSON
+text), then :func:`upsert_sql`, :meth:`trawl.records.provenance.Provenance.merge`
+as one ``INSERT ... SELECT ... ON CONFLICT DO UPDATE``, merges them all: min/max
+timestamps, the run-count rule with ``json_set`` and ``->>``, and the set
+unions in SQL (a recursive split of both sides, ``DISTINCT``, sorted) when
+the sets differ and neither is empty. No Python runs inside a statement: the
+writer thread holds the GIL only between statements (the Python ``union``
+that SQLite called back took 1.2 s of the issue-14 profile, each call taking
+the GIL back from the reactor).
 """
 
 from __future__ import annotations
@@ -18,7 +22,6 @@ import re
 import sqlite3
 
 from trawl.errors import StoreError
-from trawl.records.provenance import union
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
@@ -69,24 +72,64 @@ def upgrade(con: sqlite3.Connection) -> None:
             con.execute(f"ALTER TABLE runs ADD COLUMN {column} {kind}")
 
 
-#: The columns a batch writes, in the order of :data:`INSERT_NEW`'s placeholders.
+#: The columns of ``urls`` a batch writes, in the order :func:`upsert_sql` inserts them.
 COLUMNS = (
     "url", "host", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes",
     "source_counts", "first_run", "last_run", "added_at", "updated_at",
 )  # fmt: skip
-_PLACEHOLDERS = ", ".join("?" * len(COLUMNS))
-INSERT_NEW = f"INSERT OR IGNORE INTO urls ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS})"
+#: What a batch brings, as staged; ``previous_run``: the URL's ``last_run`` before this batch.
+STAGED = ("url", "host", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes")
 #: What a store reads back about known URLs: the merged provenance.
 MERGED = "url, sources, first_seen, last_seen, captures, statuses, mimes"
 
+#: The batch's rows, in this connection's own temporary database (never in the file, never in its WAL).
+STAGING = (
+    "CREATE TEMP TABLE IF NOT EXISTS staging_urls (url TEXT PRIMARY KEY, host TEXT, sources TEXT,"
+    " first_seen TEXT, last_seen TEXT, captures INTEGER, statuses TEXT, mimes TEXT, previous_run INTEGER)"
+    " WITHOUT ROWID"
+)
+#: One JSON text (an array of row objects, what polars writes in Rust) -> the staging table, with each
+#: URL's ``last_run`` if it is known (one index lookup; it also brings the page into the cache for the
+#: upsert). ``OR IGNORE``: a row without URL, or a URL twice in one batch, is counted, not merged twice.
+STAGE = (
+    f"INSERT OR IGNORE INTO temp.staging_urls ({', '.join(STAGED)}, previous_run)"
+    f" SELECT {', '.join(f'j.value ->> {c!r}' for c in STAGED)},"
+    " (SELECT u.last_run FROM main.urls AS u WHERE u.url = j.value ->> 'url')"
+    " FROM json_each(?) AS j"
+)
+#: The merged provenance of the URLs that were known before this batch, as one JSON text (one row:
+#: a cursor fetching row by row would take the GIL back once a row).
+READ_KNOWN = (
+    "SELECT json_group_array(json_object("
+    + ", ".join(f"'{c}', u.{c}" for c in MERGED.split(", "))
+    + ", 'previous_run', s.previous_run)) FROM temp.staging_urls AS s JOIN main.urls AS u ON u.url = s.url"
+    " WHERE s.previous_run IS NOT NULL"
+)
+#: The batch's pages into the ledger, from one JSON object (page -> rows); ``rowcount``: those claimed.
+CLAIM_PAGES = (
+    "INSERT OR IGNORE INTO pages (run, source, page, rows, stored_at)"
+    " SELECT ?, ?, key, value, ? FROM json_each(?)"
+)
+
 _SOURCE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
+def _set_union(old: str, new: str) -> str:
+    """The sorted union of two comma-joined sets, empty values dropped: ``union`` of provenance.py."""
+    return (
+        f"(WITH RECURSIVE split(rest, value) AS (SELECT {old} || ',' || {new} || ',', NULL"
+        " UNION ALL SELECT substr(rest, instr(rest, ',') + 1), substr(rest, 1, instr(rest, ',') - 1)"
+        " FROM split WHERE rest != '')"
+        " SELECT coalesce(group_concat(value, ','), '') FROM"
+        " (SELECT DISTINCT value FROM split WHERE value != '' ORDER BY value))"
+    )
 
 
 def _union(column: str) -> str:
     old, new = f"urls.{column}", f"excluded.{column}"
     return (
         f"CASE WHEN {old} = {new} OR {new} = '' THEN {old} WHEN {old} = '' THEN {new}"
-        f" ELSE trawl_union({old}, {new}) END"
+        f" ELSE {_set_union(old, new)} END"
     )
 
 
@@ -97,10 +140,12 @@ def _earliest(column: str, pick: str) -> str:
 
 
 def upsert_sql(source: str, run: int) -> str:
-    """The merge of one batch's rows (``COLUMNS`` order) into rows already stored.
+    """The merge of the staged rows into ``urls`` (one parameter: the batch's time, ``added_at``).
 
     ``source`` and ``run`` are the same for every row of a batch, so they are
     written into the statement (checked: a source name is a plain identifier).
+    ``OR IGNORE`` skips a row that breaks a constraint (no host): the caller
+    compares the rows written with the rows staged.
     """
     if not _SOURCE_NAME.fullmatch(source):
         raise StoreError(f"source name {source!r} cannot be stored (letters, digits, _ . - only)")
@@ -111,8 +156,10 @@ def upsert_sql(source: str, run: int) -> str:
     )
     old_best = f"coalesce({entry} ->> 2, 0)"
     best = f"max({old_best}, {in_run})"
+    counts = f"'{{\"{source}\":[{run:d},' || captures || ',' || captures || ']}}'"
     return (
-        f"INSERT INTO urls ({', '.join(COLUMNS)}) VALUES ({_PLACEHOLDERS})"
+        f"INSERT OR IGNORE INTO main.urls ({', '.join(COLUMNS)})"
+        f" SELECT {', '.join(STAGED)}, {counts}, {run:d}, {run:d}, ?1, ?1 FROM temp.staging_urls WHERE true"
         " ON CONFLICT(url) DO UPDATE SET"
         f" sources = {_union('sources')},"
         f" first_seen = {_earliest('first_seen', 'min')},"
@@ -125,11 +172,3 @@ def upsert_sql(source: str, run: int) -> str:
         " last_run = excluded.last_run,"
         " updated_at = excluded.updated_at"
     )
-
-
-def _sql_union(a: str | None, b: str | None) -> str:
-    return ",".join(union((a or "").split(","), (b or "").split(",")))
-
-
-def register_functions(con: sqlite3.Connection) -> None:
-    con.create_function("trawl_union", 2, _sql_union, deterministic=True)

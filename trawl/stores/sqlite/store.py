@@ -9,12 +9,11 @@ completes a crashed run without duplicating anything. Several processes may
 write one file at once (scrapyd's ``max_proc``): ``BEGIN IMMEDIATE`` takes the
 write lock up front and the busy timeout waits for it.
 
-A batch is written in up to four statements, all in C: ``INSERT OR IGNORE``
-of every row (the whole batch, when every URL is new: the common case); if
-some rows were there already, one lookup of those (with their last run: a
-URL this run wrote before is a ``repeat``), one UPSERT that merges them
-(:func:`trawl.stores.sqlite.schema.upsert_sql`), and one read of their merged
-provenance back into the batch's frame, for the exports.
+A URL batch is merged set-wise in three statements, all in C
+(:mod:`trawl.stores.sqlite.merge`), on the store's writer thread
+(:mod:`trawl.stores.sqlite.writer`), the only thread its connection is used
+on: the pipeline awaits the batch (``write_batch_async``) while the reactor
+goes on downloading and parsing.
 
 Any other record kind that declares its natural key (``Batch.KEY``) is kept
 in a table of its own, made and merged from that declaration
@@ -23,14 +22,13 @@ in a table of its own, made and merged from that declaration
 
 from __future__ import annotations
 
+import io
 import os
 import sqlite3
-import threading
 import time
-from collections.abc import Iterator
-from functools import partial
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 from urllib.parse import unquote, urlsplit
 
 import orjson
@@ -44,10 +42,21 @@ from trawl.run import statkeys
 from trawl.settings_checks import Setting, one_of, read, whole
 from trawl.stores.contract import KEYED_KINDS, PartlyStored
 from trawl.stores.location import data_dir
+from trawl.stores.sqlite import merge
 from trawl.stores.sqlite.kinds import KindTable
-from trawl.stores.sqlite.schema import INSERT_NEW, MERGED, SCHEMA, register_functions, upgrade, upsert_sql
+from trawl.stores.sqlite.merge import split_sets
+from trawl.stores.sqlite.schema import CLAIM_PAGES, SCHEMA, STAGING, upgrade, upsert_sql
+from trawl.stores.sqlite.writer import WriterThread
 
 _SETS = ("sources", "statuses", "mimes")
+T = TypeVar("T")
+#: Rows of one frame read back (exports, ``-o`` of ``crawl all``): big frames, few statements.
+READ_FRAME_ROWS = 50_000
+#: The columns read back, as SQLite's JSON gives them (sets comma-joined; ``new`` 0 or 1).
+_READ_SCHEMA = {
+    **{name: pl.String if name in _SETS else URL_SCHEMA[name] for name in list(URL_SCHEMA)[:8]},
+    "new": pl.Int64,
+}
 
 
 def sqlite_path(uri: str) -> str:
@@ -76,14 +85,6 @@ def _json_list(values: list[str]) -> str:
 def _suffix_pattern(domain: str) -> str:
     """``LIKE`` pattern of the subdomains of ``domain`` (``ESCAPE '\\'``)."""
     return "%." + domain.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-
-
-def _split_sets(frame: pl.DataFrame) -> pl.DataFrame:
-    """Comma-joined set columns as stored -> sorted lists, as batches hold them."""
-    empty = pl.lit([], dtype=pl.List(pl.String))
-    return frame.with_columns(
-        pl.when(pl.col(c) == "").then(empty).otherwise(pl.col(c).str.split(",")).alias(c) for c in _SETS
-    )
 
 
 class SqliteStore:
@@ -136,9 +137,12 @@ class SqliteStore:
         settings = context.settings
         self.synchronous = read(settings, self.settings_declared, "SQLITE_SYNCHRONOUS")
         self.cache_mb = int(read(settings, self.settings_declared, "SQLITE_CACHE_MB"))
+        #: Made, used and closed on the writer thread only (``check_same_thread``).
         self.connection: sqlite3.Connection | None = None
-        # Batches may be written from a thread pool; one writer at a time.
-        self._lock = threading.Lock()
+        self._writer: WriterThread | None = None
+        # The sources of one ``crawl all`` share the file's writer thread (see .writer).
+        memory = self.path == ":memory:"
+        self._writer_key = f":memory:{id(self)}" if memory else str(Path(self.path).resolve())
         self._last_batch_time = 0.0
         self.run = 0
         self._upsert = ""
@@ -147,99 +151,141 @@ class SqliteStore:
     # --- opening and closing -----------------------------------------------------------
 
     def open(self) -> None:
+        if self.path != ":memory:" and not Path(self.path).absolute().parent.is_dir():
+            raise StoreError(f"cannot open the SQLite store {self.path!r}: its directory does not exist")
+        self._writer = WriterThread.acquire(self._writer_key)
         try:
-            if self.path != ":memory:" and not Path(self.path).absolute().parent.is_dir():
-                raise StoreError(f"cannot open the SQLite store {self.path!r}: its directory does not exist")
-            con = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=60)
+            self._writer.call(self._open)
+        except BaseException:
+            WriterThread.release(self._writer_key)
+            self._writer = None
+            raise
+
+    def _open(self) -> None:
+        """On the writer thread: connect, create what is missing, register the run."""
+        try:
+            con = sqlite3.connect(self.path, isolation_level=None, timeout=60)
             con.execute("PRAGMA journal_mode=WAL")
             con.execute(f"PRAGMA synchronous={self.synchronous}")
             # Inserts land all over the URL index: a bigger page cache keeps its
             # inner pages in memory instead of re-reading them for every batch.
             con.execute(f"PRAGMA cache_size=-{int(self.cache_mb) * 1024}")
+            # The staging table lives in memory: a batch never touches the disk twice.
+            con.execute("PRAGMA temp_store=MEMORY")
             con.executescript(SCHEMA)
             upgrade(con)
-            register_functions(con)
+            con.execute(STAGING)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the SQLite store {self.path!r}: {exc}") from None
         self.connection = con
         target = self.context.target
         job = self.context.job_id or self.context.run_id
-        with self._lock:
-            # Rows refer to runs by this small number: a 32-character run id in
-            # three columns of every row made the table half as big again.
-            known = con.execute("SELECT run FROM runs WHERE run_id = ?", (self.context.run_id,)).fetchone()
-            if known is not None:  # a resumed run goes on under its number
-                self.run = known[0]
-                # ... as part of this invocation: its URLs are the last crawl's.
-                con.execute(
-                    "UPDATE runs SET finished_at = NULL, finish_reason = NULL, job = ? WHERE run = ?",
-                    (job, self.run),
-                )
-            else:
-                self.run = con.execute(
-                    "INSERT INTO runs (run_id, source, domain, started_at, job) VALUES (?, ?, ?, ?, ?)",
-                    (self.context.run_id, self.context.source, target and target.domain, time.time(), job),
-                ).lastrowid
+        # Rows refer to runs by this small number: a 32-character run id in
+        # three columns of every row made the table half as big again.
+        known = con.execute("SELECT run FROM runs WHERE run_id = ?", (self.context.run_id,)).fetchone()
+        if known is not None:  # a resumed run goes on under its number
+            self.run = known[0]
+            # ... as part of this invocation: its URLs are the last crawl's.
+            con.execute(
+                "UPDATE runs SET finished_at = NULL, finish_reason = NULL, job = ? WHERE run = ?",
+                (job, self.run),
+            )
+        else:
+            self.run = con.execute(
+                "INSERT INTO runs (run_id, source, domain, started_at, job) VALUES (?, ?, ?, ?, ?)",
+                (self.context.run_id, self.context.source, target and target.domain, time.time(), job),
+            ).lastrowid
         self._upsert = upsert_sql(self.context.source, self.run)
 
     def close(self, reason: str) -> None:
+        """Record the run's end on the writer thread, after the last queued batch; end the thread."""
+        writer = self._writer
+        if writer is None:
+            return
+        stats = orjson.dumps(self.context.stats.get_stats(), default=str).decode()
+        try:
+            writer.call(self._close, reason, stats)
+        finally:
+            WriterThread.release(self._writer_key)
+            self._writer = None
+
+    def _close(self, reason: str, stats: str) -> None:
         con = self.connection
         if con is None:
             return
-        stats = self.context.stats.get_stats()
-        with self._lock:
+        try:
             con.execute(
                 "UPDATE runs SET finished_at = ?, finish_reason = ?, stats = ? WHERE run_id = ?",
-                (time.time(), reason, orjson.dumps(stats, default=str).decode(), self.context.run_id),
+                (time.time(), reason, stats, self.context.run_id),
             )
+        finally:
             con.close()
-        self.connection = None
+            self.connection = None
+
+    def on_writer(self, function: Callable[[], T]) -> T:
+        """``function()`` on the writer thread, where the connection may be used (checks, maintenance)."""
+        assert self._writer is not None, "store not open"
+        return self._writer.call(function)
 
     # --- writing -----------------------------------------------------------------------
 
     def write_batch(self, batch: Batch) -> int:
-        """Insert what is new, merge what is known; one transaction (see the module docstring)."""
-        frame = batch.frame
-        if not frame.height and not batch.pages:
+        """Insert what is new, merge what is known; one transaction, on the writer thread (blocking)."""
+        if not batch.frame.height and not batch.pages:
             return 0
-        con = self.connection
-        assert con is not None, "store not open"
-        with self._lock:
-            now = self._next_batch_time()
-            if isinstance(batch, UrlBatch):
-                rows = self._rows(frame, batch.source, now)
-                write = partial(self._write_urls, con, frame, rows, now)
-            else:
-                table = self._table(con, type(batch))
-                write = partial(table.write, con, frame, self.run)
-            con.execute("BEGIN IMMEDIATE")
-            try:
-                if not self._claim_or_roll_back(con, batch, now):
-                    return 0
-                written, new = write()
-                con.execute("COMMIT")
-            except PartlyStored:
-                raise  # rolled back already
-            except BaseException:
-                con.execute("ROLLBACK")
-                raise
-        batch.frame = written
+        assert self._writer is not None, "store not open"
+        return self._count(*self._writer.call(self._write, batch))
+
+    async def write_batch_async(self, batch: Batch) -> int:
+        """:meth:`write_batch` awaited on the reactor while the writer thread merges it."""
+        if not batch.frame.height and not batch.pages:
+            return 0
+        assert self._writer is not None, "store not open"
+        return self._count(*await self._writer.submit(self._write, batch))
+
+    def _count(self, new: int, skipped_pages: int) -> int:
+        """Stats are counted on the caller's thread (the reactor's), never the writer's."""
+        if skipped_pages:
+            self.context.stats.inc_value(statkeys.PAGES_ALREADY_STORED, skipped_pages)
         return new
 
+    def _write(self, batch: Batch) -> tuple[int, int]:
+        """On the writer thread: the batch in one transaction; (new records, pages stored before)."""
+        con = self.connection
+        assert con is not None, "store not open"
+        now = self._next_batch_time()
+        con.execute("BEGIN IMMEDIATE")
+        try:
+            skipped = self._claim_or_roll_back(con, batch, now)
+            if skipped:
+                return 0, skipped
+            if isinstance(batch, UrlBatch):
+                written, new = self._write_urls(con, batch.frame, now)
+            else:
+                written, new = self._table(con, type(batch)).write(con, batch.frame, self.run)
+            con.execute("COMMIT")
+        except PartlyStored:
+            raise  # rolled back already
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        batch.frame = written
+        return new, 0
+
     def _write_urls(
-        self, con: sqlite3.Connection, frame: pl.DataFrame, rows: pl.DataFrame, now: float
+        self, con: sqlite3.Connection, frame: pl.DataFrame, now: float
     ) -> tuple[pl.DataFrame, int]:
-        """URL rows inserted or merged; the batch's frame as stored, and how many were new."""
-        size = frame.height
-        inserted = con.executemany(INSERT_NEW, rows.iter_rows()).rowcount
-        if inserted == size:
-            return frame.with_columns(pl.lit(True).alias("new"), pl.lit(False).alias("repeat")), inserted
-        merged = self._merge_known(con, rows, now)
-        if inserted + merged.height != size:
-            # INSERT OR IGNORE also skips rows that break a constraint:
-            # never let such a row vanish while being counted as stored.
-            raise StoreError(f"{size - inserted - merged.height} of {size} URLs could not be stored")
-        return self._with_merged(frame, merged), inserted
+        """URL rows inserted or merged (:mod:`.merge`); the batch's frame as stored, and how many were new."""
+        if not frame.height:
+            return frame, 0
+        merge.stage(con, frame)
+        merge.upsert(con, self._upsert, frame.height, now)
+        known = self._read_known(con)
+        return merge.with_merged(frame, known, self.run), frame.height - known.height
+
+    def _read_known(self, con: sqlite3.Connection) -> pl.DataFrame:
+        """The merged provenance of the URLs this batch did not bring first (inside the transaction)."""
+        return merge.read_known(con)
 
     def _table(self, con: sqlite3.Connection, batch_type: type[Batch]) -> KindTable:
         """A declared kind's table, made (or completed) the first time this store meets the kind."""
@@ -249,92 +295,38 @@ class SqliteStore:
             table.create(con)
         return table
 
-    def _claim_or_roll_back(self, con: sqlite3.Connection, batch: Batch, now: float) -> bool:
-        """Claim the batch's pages in the ledger (in the open transaction); False, rolled back and
-        every row marked ``repeat``, when this run stored them all before; ``PartlyStored`` when some."""
+    def _claim_or_roll_back(self, con: sqlite3.Connection, batch: Batch, now: float) -> int:
+        """Claim the batch's pages in the ledger (in the open transaction); 0 when claimed. When this run
+        stored them all before: rolled back, every row marked ``repeat``, the number of pages returned;
+        ``PartlyStored`` when some."""
         pages = batch.pages
         claimed = self._claim_pages(con, batch.source, pages, now) if pages else 0
         if claimed == len(pages):
-            return True
+            return 0
         # This run stored the page before (a resumed run, a refetch):
         # merging it again would count its captures twice.
         con.execute("ROLLBACK")
         if claimed:
             raise PartlyStored(f"{len(pages) - claimed} of {len(pages)} pages stored before")
         batch.frame = batch.frame.with_columns(pl.lit(False).alias("new"), pl.lit(True).alias("repeat"))
-        self.context.stats.inc_value(statkeys.PAGES_ALREADY_STORED, len(pages))
-        return False
-
-    def _rows(self, frame: pl.DataFrame, source: str, now: float) -> pl.DataFrame:
-        """The batch in the table's columns, built in polars (one row per URL)."""
-        run = self.run
-        counts = pl.format('{{"{}":[{},{},{}]}}', pl.lit(source), pl.lit(run), "captures", "captures")
-        return frame.select(
-            "url",
-            "host",
-            *(pl.col(c).list.join(",") for c in ("sources",)),
-            "first_seen",
-            "last_seen",
-            "captures",
-            pl.col("statuses").list.join(","),
-            pl.col("mimes").list.join(","),
-            counts.alias("source_counts"),
-            pl.lit(run).alias("first_run"),
-            pl.lit(run).alias("last_run"),
-            pl.lit(now).alias("added_at"),
-            pl.lit(now).alias("updated_at"),
-        )
-
-    def _merge_known(self, con: sqlite3.Connection, rows: pl.DataFrame, now: float) -> pl.DataFrame:
-        """Merge the rows this batch did not insert; their merged provenance and previous run."""
-        urls = _json_list(rows.get_column("url").to_list())
-        known = con.execute(
-            "SELECT url, last_run FROM urls WHERE url IN (SELECT value FROM json_each(?)) AND added_at != ?",
-            (urls, now),
-        ).fetchall()
-        if not known:
-            return pl.DataFrame(schema={"url": pl.String, "previous_run": pl.Int64})
-        previous = pl.DataFrame(known, schema={"url": pl.String, "previous_run": pl.Int64}, orient="row")
-        known_rows = rows.join(previous.select("url"), on="url", how="semi")
-        con.executemany(self._upsert, known_rows.iter_rows())
-        merged = con.execute(
-            f"SELECT {MERGED} FROM urls WHERE url IN (SELECT value FROM json_each(?))",
-            (_json_list(previous.get_column("url").to_list()),),
-        ).fetchall()
-        schema = {name: URL_SCHEMA[name] if name not in _SETS else pl.String for name in MERGED.split(", ")}
-        return _split_sets(pl.DataFrame(merged, schema=schema, orient="row")).join(previous, on="url")
-
-    def _with_merged(self, frame: pl.DataFrame, merged: pl.DataFrame) -> pl.DataFrame:
-        """The batch with the merged provenance of known URLs, and ``new``/``repeat`` set."""
-        marks = merged.select(
-            "url", pl.lit(False).alias("new"), (pl.col("previous_run") == self.run).alias("repeat")
-        )
-        updated = frame.update(merged.drop("previous_run"), on="url").drop("new", "repeat")
-        return (
-            updated.join(marks, on="url", how="left", maintain_order="left")
-            .with_columns(pl.col("new").fill_null(True), pl.col("repeat").fill_null(False))
-            .select(frame.columns)
-        )
+        return len(pages)
 
     def _claim_pages(self, con: sqlite3.Connection, source: str, pages: dict[str, int], now: float) -> int:
-        """Record the pages in the ledger; how many this run did not have already."""
-        return con.executemany(
-            "INSERT OR IGNORE INTO pages (run, source, page, rows, stored_at) VALUES (?, ?, ?, ?, ?)",
-            [(self.run, source, page, rows, now) for page, rows in pages.items()],
-        ).rowcount
+        """Record the pages in the ledger (one statement); how many this run did not have already."""
+        return con.execute(CLAIM_PAGES, (self.run, source, now, orjson.dumps(pages).decode())).rowcount
 
     def done_pages(self, source: str) -> dict[str, int]:
         """Pages this run stored already (page key -> upstream rows): what a resumed run skips."""
+        assert self._writer is not None, "store not open"
+        return self._writer.call(self._done_pages, source)
+
+    def _done_pages(self, source: str) -> dict[str, int]:
         assert self.connection is not None
-        with self._lock:
-            return dict(
-                self.connection.execute(
-                    "SELECT page, rows FROM pages WHERE run = ? AND source = ?", (self.run, source)
-                )
-            )
+        sql = "SELECT page, rows FROM pages WHERE run = ? AND source = ?"
+        return dict(self.connection.execute(sql, (self.run, source)))
 
     def _next_batch_time(self) -> float:
-        """A timestamp that no earlier batch of this store used: it marks our inserts."""
+        """A timestamp that no earlier batch of this store used (``added_at`` of its inserts)."""
         now = max(time.time(), self._last_batch_time + 1e-6)
         self._last_batch_time = now
         return now
@@ -343,43 +335,46 @@ class SqliteStore:
 
     @classmethod
     def read_runs(
-        cls, uri: str, run_ids: list[str], settings: Any = None, size: int = 5000
+        cls, uri: str, run_ids: list[str], settings: Any = None, size: int = READ_FRAME_ROWS
     ) -> Iterator[UrlBatch]:
         """The URLs the given runs wrote or updated, in batches, as stored now."""
         if not run_ids:
             return
-        runs = "(SELECT run FROM runs WHERE run_id IN (SELECT value FROM json_each(?)))"
-        yield from cls._read(
-            uri,
-            f"SELECT url, host, sources, first_seen, last_seen, captures, statuses, mimes,"
-            f" first_run IN {runs} FROM urls WHERE last_run IN {runs} ORDER BY url",
-            (_json_list(run_ids), _json_list(run_ids)),
-            size,
-        )
+        runs = "(SELECT run FROM runs WHERE run_id IN (SELECT value FROM json_each(?1)))"
+        yield from cls._read(uri, f"first_run IN {runs}", f"last_run IN {runs}", (_json_list(run_ids),), size)
 
     @classmethod
-    def read_domain(cls, uri: str, domain: str, settings: Any = None, size: int = 5000) -> Iterator[UrlBatch]:
+    def read_domain(
+        cls, uri: str, domain: str, settings: Any = None, size: int = READ_FRAME_ROWS
+    ) -> Iterator[UrlBatch]:
         """Every URL of ``domain`` and its subdomains, as stored now, in URL order."""
         yield from cls._read(
-            uri,
-            "SELECT url, host, sources, first_seen, last_seen, captures, statuses, mimes, 0"
-            " FROM urls WHERE host = ? OR host LIKE ? ESCAPE '\\' ORDER BY url",
-            (domain, _suffix_pattern(domain)),
-            size,
+            uri, "0", "host = ?1 OR host LIKE ?2 ESCAPE '\\'", (domain, _suffix_pattern(domain)), size
         )
 
     @staticmethod
-    def _read(uri: str, sql: str, params: tuple[Any, ...], size: int) -> Iterator[UrlBatch]:
+    def _read(uri: str, new: str, where: str, params: tuple[Any, ...], size: int) -> Iterator[UrlBatch]:
+        """The rows ``where`` selects, in URL order, ``size`` at a time, each frame one JSON text
+        that SQLite writes and polars reads: no Python object per row (a ``fetchmany`` of tuples
+        cost ~3 µs a row, the export of 300,000 URLs 5.7 s in issue 14)."""
         path = sqlite_path(uri)
         if path != ":memory:" and not Path(path).exists():
             return
         con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        schema = {name: URL_SCHEMA[name] if name not in _SETS else pl.String for name in list(URL_SCHEMA)[:8]}
-        schema["new"] = pl.Int64
+        fields = ", ".join(f"'{name}', {name}" for name in _READ_SCHEMA)
+        after, limit = len(params) + 1, len(params) + 2
+        sql = (
+            f"SELECT json_group_array(json_object({fields})), max(url) FROM"
+            f" (SELECT {', '.join(list(_READ_SCHEMA)[:-1])}, {new} AS new FROM urls"
+            f" WHERE ({where}) AND url > ?{after} ORDER BY url LIMIT ?{limit})"
+        )
         try:
-            cursor = con.execute(sql, params)
-            while rows := cursor.fetchmany(size):
-                frame = _split_sets(pl.DataFrame(rows, schema=schema, orient="row"))
+            last = ""
+            while True:
+                text, last = con.execute(sql, (*params, last, size)).fetchone()
+                if last is None:
+                    return
+                frame = split_sets(pl.read_json(io.BytesIO(text.encode()), schema=_READ_SCHEMA))
                 yield UrlBatch(
                     "store", frame.with_columns(pl.col("new").cast(pl.Boolean), pl.lit(False).alias("repeat"))
                 )
@@ -432,7 +427,7 @@ class SqliteStore:
         try:
             cursor = con.execute(sql, params)
             while rows := cursor.fetchmany(size):
-                yield _split_sets(pl.DataFrame(rows, schema=schema, orient="row"))
+                yield split_sets(pl.DataFrame(rows, schema=schema, orient="row"))
         finally:
             con.close()
 
