@@ -7,22 +7,34 @@ would, and prints captures per second end to end (process start to exit) and
 the crawl process's peak RSS. Pages are rendered before the clock starts, so
 the server costs the crawler as little CPU as a remote server would.
 
-Target on a 2-core machine: >= 200,000 captures/s and peak RSS <= 400 MB (<= 1 GB for
-10,000,000 captures over 5,000,000 URLs).
+Then *the floor*, in the same run: a bare paged client (its own process, 4
+threads, one keep-alive connection each) fetches the same pages, gzip as the
+crawler asks for them, splits the lines and keeps the URLs in a set: what any
+client must do, nothing trawl adds (canonical form, provenance, a store).
 
-    python bench/bench_wayback.py [--captures N] [--distinct N] [--page-lines N]
+Targets on a 2-core machine (issue 14): >= 150,000 captures/s with the store on,
+wall <= 2x the floor, peak RSS <= 400 MB (<= 1 GB for 10,000,000 captures over
+5,000,000 URLs).
+
+    python bench/bench_wayback.py [--captures N] [--distinct N] [--page-lines N] [--profile FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import http.client
+import json
 import os
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import urlencode, urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -66,7 +78,43 @@ def watch_peak_rss(process: subprocess.Popen) -> float:
     return peak
 
 
+def bare_client(base_url: str, targets: list[str], threads: int) -> dict[str, float]:
+    """The floor: every page fetched (gzip), split into lines, each line's URL kept in a set."""
+    parts = urlsplit(base_url)
+    local: dict[int, http.client.HTTPConnection] = {}
+    headers = {"Accept-Encoding": "gzip"}
+
+    def fetch(target: str) -> set[bytes]:
+        connection = local.get(threading.get_ident())
+        if connection is None:
+            connection = local[threading.get_ident()] = http.client.HTTPConnection(parts.hostname, parts.port)
+        connection.request("GET", target, headers=headers)
+        response = connection.getresponse()
+        body = response.read()
+        if response.getheader("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        return {line.split(b" ", 1)[0] for line in body.splitlines() if line}
+
+    started = time.perf_counter()
+    urls: set[bytes] = set()
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for found in pool.map(fetch, targets):
+            urls |= found
+    return {"seconds": time.perf_counter() - started, "urls": len(urls), "cpu": time.process_time()}
+
+
+def run_bare_client(base_url: str, targets: list[str], threads: int) -> dict[str, float]:
+    """:func:`bare_client` in a process of its own, as the crawl is: this one serves the pages."""
+    payload = json.dumps({"base_url": base_url, "targets": targets, "threads": threads})
+    command = [sys.executable, str(Path(__file__).resolve()), "--bare-client", payload]
+    return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--bare-client"]:  # the child process of run_bare_client
+        job = json.loads(sys.argv[2])
+        print(json.dumps(bare_client(job["base_url"], job["targets"], job["threads"])))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--captures", type=int, default=1_000_000)
     parser.add_argument("--distinct", type=int, default=500_000)
@@ -93,7 +141,9 @@ def main() -> None:
     )
 
     with FakeCdxServer(captures, lines_per_page=args.page_lines, log_requests=False) as server:
-        pages = server.prerender_pages(page_query(domain))
+        query = page_query(domain)
+        pages = server.prerender_pages(query)
+        targets = [f"{server.endpoint_path}?{urlencode([*query, ('page', str(n))])}" for n in range(pages)]
         print(f"server: {pages} pages of {args.page_lines:,} lines pre-rendered at {server.base_url}")
         workdir = Path(tempfile.mkdtemp(prefix="trawl-bench-"))
         store_dir = Path(args.store_dir or workdir)
@@ -133,6 +183,7 @@ def main() -> None:
             elapsed = time.perf_counter() - t0
             log.seek(0)
             output = log.read()
+        floor = run_bare_client(server.base_url, targets, args.concurrency)
     if process.returncode != 0:
         print(output[-3000:])
         raise SystemExit(f"crawl failed with exit status {process.returncode}")
@@ -146,7 +197,12 @@ def main() -> None:
     )
     print(
         f"end to end: {elapsed:.2f} s for {len(captures):,} captures = "
-        f"{len(captures) / elapsed:,.0f} captures/s (target >= 200,000)"
+        f"{len(captures) / elapsed:,.0f} captures/s (target >= 150,000)"
+    )
+    print(
+        f"floor: a bare paged client ({args.concurrency} threads) took {floor['seconds']:.2f} s for the same"
+        f" {pages} pages ({floor['urls']:,} distinct raw URLs); trawl = {elapsed / floor['seconds']:.2f}x"
+        " the floor (target <= 2x)"
     )
     print(f"peak RSS of the crawl process: {peak_rss_mb:,.0f} MB (target <= 400 MB; 1 GB at 10M captures)")
 
