@@ -122,6 +122,7 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--store-dir", default=None, help="where bench.db goes (default: a new temp dir)")
     parser.add_argument("--profile", default=None, metavar="FILE", help="run the crawl under cProfile")
+    parser.add_argument("--log", default=None, metavar="FILE", help="write the crawl's output there")
     parser.add_argument(
         "--set",
         action="append",
@@ -184,6 +185,8 @@ def main() -> None:
             log.seek(0)
             output = log.read()
         floor = run_bare_client(server.base_url, targets, args.concurrency)
+    if args.log:
+        Path(args.log).write_text(output)
     if process.returncode != 0:
         print(output[-3000:])
         raise SystemExit(f"crawl failed with exit status {process.returncode}")

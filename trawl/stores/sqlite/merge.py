@@ -1,22 +1,25 @@
 """A URL batch merged into ``urls`` set-wise: three statements, whatever its size.
 
-1. :data:`~trawl.stores.sqlite.schema.STAGE`: the batch, written by polars as
-   one JSON text (Rust), goes into a temporary staging table in one statement,
-   each row with its URL's ``last_run`` if the URL is known;
+1. :data:`~trawl.stores.sqlite.schema.STAGE`: the batch's rows go into a
+   temporary staging table (one ``executemany``), each with its URL's
+   ``last_run`` if the URL is known;
 2. :func:`~trawl.stores.sqlite.schema.upsert_sql`: one ``INSERT ... SELECT ...
    ON CONFLICT DO UPDATE`` inserts the new URLs and merges the known ones
-   (the provenance rule in SQL);
+   (the provenance rule in SQL), in URL order (the staging table's);
 3. :data:`~trawl.stores.sqlite.schema.READ_KNOWN`, only when some were known:
    their merged provenance, as one JSON text polars reads back.
 
-The old merge made up to four passes with a row-by-row ``executemany`` and a
-row-by-row read back (issue 14: 11.0 s of ``executemany`` and 7.0 s of
-``execute`` in a 56 s profile). Each statement here is one C call over the
-batch, with the GIL released: what lets it run on a writer thread
-(:mod:`trawl.stores.sqlite.writer`) beside the reactor. ``RETURNING`` would
-have saved statement 3 but is fetched a row at a time (the GIL taken back for
-each), and cannot tell a new row from a merged one; the staged
-``previous_run`` does, and also gives ``repeat``.
+The old merge inserted, looked the known URLs up, merged them and read them
+back row by row: four passes, two of them through Python objects (issue 14:
+11.0 s of ``executemany`` and 7.0 s of ``execute`` in a 56 s profile).
+
+Measured and not taken: staging from one JSON text that polars writes
+(``INSERT ... SELECT FROM json_each(?)``, no Python object per row) cost
+10-14 µs a row in SQLite 3.40's JSON functions against 5-6 µs for
+``executemany`` with the rows polars makes (the writer thread took 21.5 of a
+25 s crawl); ``RETURNING`` instead of statement 3 is fetched a row at a
+time and cannot tell a new row from a merged one (the staged
+``previous_run`` does, and also gives ``repeat``).
 """
 
 from __future__ import annotations
@@ -50,7 +53,7 @@ def stage(con: sqlite3.Connection, frame: pl.DataFrame) -> None:
     """The batch into the staging table (emptied first); every row or ``StoreError``."""
     rows = frame.select(pl.col(c).list.join(",") if c in _SETS else pl.col(c) for c in STAGED)
     con.execute("DELETE FROM temp.staging_urls")
-    staged = con.execute(STAGE, (rows.write_json(),)).rowcount
+    staged = con.executemany(STAGE, rows.iter_rows()).rowcount
     if staged != frame.height:
         # A row without URL, or a URL twice in one batch: never let a row vanish while counted as stored.
         raise StoreError(f"{frame.height - staged} of {frame.height} URLs could not be stored")

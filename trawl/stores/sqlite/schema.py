@@ -5,15 +5,14 @@ Set-valued provenance is comma-joined sorted text (what ``scrapy search``'s
 SQL reads); per-source counts are JSON (``{source: [run, in_run, best]}``).
 
 A URL batch is merged set-wise (:mod:`trawl.stores.sqlite.merge`): its rows go
-into a temporary staging table in one statement (:data:`STAGE`, from one JSON
-text), then :func:`upsert_sql`, :meth:`trawl.records.provenance.Provenance.merge`
-as one ``INSERT ... SELECT ... ON CONFLICT DO UPDATE``, merges them all: min/max
-timestamps, the run-count rule with ``json_set`` and ``->>``, and the set
-unions in SQL (a recursive split of both sides, ``DISTINCT``, sorted) when
-the sets differ and neither is empty. No Python runs inside a statement: the
-writer thread holds the GIL only between statements (the Python ``union``
-that SQLite called back took 1.2 s of the issue-14 profile, each call taking
-the GIL back from the reactor).
+into a temporary staging table (:data:`STAGE`), then :func:`upsert_sql`,
+:meth:`trawl.records.provenance.Provenance.merge` as one ``INSERT ... SELECT
+... ON CONFLICT DO UPDATE``, merges them all: min/max timestamps, the
+run-count rule with ``json_set`` and ``->>``, and the set unions in SQL (a
+recursive split of both sides, ``DISTINCT``, sorted) when the sets differ and
+neither is empty. No Python runs inside a statement (the
+Python ``union`` that SQLite called back took 1.2 s of the issue-14 profile,
+each call taking the GIL back from the reactor).
 """
 
 from __future__ import annotations
@@ -88,14 +87,13 @@ STAGING = (
     " first_seen TEXT, last_seen TEXT, captures INTEGER, statuses TEXT, mimes TEXT, previous_run INTEGER)"
     " WITHOUT ROWID"
 )
-#: One JSON text (an array of row objects, what polars writes in Rust) -> the staging table, with each
-#: URL's ``last_run`` if it is known (one index lookup; it also brings the page into the cache for the
-#: upsert). ``OR IGNORE``: a row without URL, or a URL twice in one batch, is counted, not merged twice.
+#: One row of the batch -> the staging table (``executemany``), with its URL's ``last_run`` if the URL is
+#: known (one index lookup, which also brings the page into the cache for the upsert). ``OR IGNORE``: a
+#: row without URL, or a URL twice in one batch, is counted, not merged twice.
 STAGE = (
     f"INSERT OR IGNORE INTO temp.staging_urls ({', '.join(STAGED)}, previous_run)"
-    f" SELECT {', '.join(f'j.value ->> {c!r}' for c in STAGED)},"
-    " (SELECT u.last_run FROM main.urls AS u WHERE u.url = j.value ->> 'url')"
-    " FROM json_each(?) AS j"
+    f" VALUES ({', '.join(f'?{n}' for n in range(1, len(STAGED) + 1))},"
+    " (SELECT u.last_run FROM main.urls AS u WHERE u.url = ?1))"
 )
 #: The merged provenance of the URLs that were known before this batch, as one JSON text (one row:
 #: a cursor fetching row by row would take the GIL back once a row).
