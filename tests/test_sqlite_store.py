@@ -17,7 +17,7 @@ import orjson
 import pytest
 from scrapy.settings import Settings
 
-from trawl.errors import TrawlUsageError
+from trawl.errors import StoreError, TrawlUsageError
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import UrlBatch
 from trawl.stores.sqlite import SqliteStore, sqlite_path
@@ -499,6 +499,23 @@ def test_a_second_source_adds_its_captures(tmp_path: Path) -> None:
     assert orjson.loads(row["source_counts"]) == {"wayback": [1, 2, 2], "otx": [2, 3, 3]}
 
 
+def test_a_repeat_is_per_source_when_sources_interleave(tmp_path: Path) -> None:
+    """``crawl all``: otx writing A between two wayback pages does not make A new to wayback again."""
+    db = tmp_path / "s.db"
+    wayback, otx = open_store(db, "run-w"), open_store(db, "run-o", source="otx")
+    assert wayback.write_batch(make_batch([(A, "2010", "2010", 1, "200", "text/html")])) == 1
+    assert otx.write_batch(make_batch([(A, "2011", "2011", 1, "", "")], source="otx")) == 0
+    again = make_batch([(A, "2012", "2012", 1, "200", "text/html"), (B, "2012", "2012", 1, "200", "")])
+    assert wayback.write_batch(again) == 1
+    assert again.column("repeat") == [True, False]  # wayback wrote A before in this run
+    first_for_otx = make_batch([(B, "2013", "2013", 1, "", "")], source="otx")
+    otx.write_batch(first_for_otx)
+    assert first_for_otx.column("repeat") == [False]  # known URL, but new to otx's run
+    wayback.close("finished")
+    otx.close("finished")
+    assert orjson.loads(stored(db)[A]["source_counts"])["wayback"] == [1, 2, 2]
+
+
 def test_a_failed_batch_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "s.db"
     store = open_store(db, "run-1")
@@ -516,9 +533,17 @@ def test_a_failed_batch_leaves_nothing_behind(tmp_path: Path, monkeypatch: pytes
     with pytest.raises(RuntimeError, match="disk on fire"):
         store.write_batch(bad)
     monkeypatch.undo()
-    # Neither B's insert nor A's update survived; the store still takes batches.
+    # Neither B's insert nor A's update survived.
     assert facts(db) == before
     assert store.on_writer(lambda: store.connection is not None and not store.connection.in_transaction)
+    # Batches queued behind the failed one (the reactor learns of the failure later) are refused,
+    # so nothing commits after the error the crawl stops on.
+    with pytest.raises(StoreError, match=r"an earlier batch failed \(disk on fire\)"):
+        store.write_batch(make_batch([(C, "2012", "2012", 1, "200", "text/html")]))
+    store.close("store_error")
+    assert facts(db) == before
+    # The next run takes batches again.
+    store = open_store(db, "run-2")
     assert store.write_batch(make_batch([(B, "2011", "2011", 1, "200", "text/html")])) == 1
     store.close("finished")
     assert facts(db) == {**before, B: ("2011", "2011", 1, "200", "text/html")}

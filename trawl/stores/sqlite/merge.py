@@ -1,6 +1,6 @@
 """A URL batch merged into ``urls`` set-wise: three statements, whatever its size.
 
-1. :data:`~trawl.stores.sqlite.schema.STAGE`: the batch's rows go into a
+1. :func:`~trawl.stores.sqlite.schema.stage_sql`: the batch's rows go into a
    temporary staging table (one ``executemany``), each with its URL's
    ``last_run`` if the URL is known;
 2. :func:`~trawl.stores.sqlite.schema.upsert_sql`: one ``INSERT ... SELECT ...
@@ -31,7 +31,7 @@ import polars as pl
 
 from trawl.errors import StoreError
 from trawl.records.batches import URL_SCHEMA
-from trawl.stores.sqlite.schema import MERGED, READ_KNOWN, STAGE, STAGED
+from trawl.stores.sqlite.schema import MERGED, READ_KNOWN, STAGED
 
 _SETS = ("sources", "statuses", "mimes")
 #: What :data:`READ_KNOWN` gives, as polars reads it.
@@ -49,11 +49,11 @@ def split_sets(frame: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def stage(con: sqlite3.Connection, frame: pl.DataFrame) -> None:
+def stage(con: sqlite3.Connection, sql: str, frame: pl.DataFrame) -> None:
     """The batch into the staging table (emptied first); every row or ``StoreError``."""
     rows = frame.select(pl.col(c).list.join(",") if c in _SETS else pl.col(c) for c in STAGED)
     con.execute("DELETE FROM temp.staging_urls")
-    staged = con.executemany(STAGE, rows.iter_rows()).rowcount
+    staged = con.executemany(sql, rows.iter_rows()).rowcount
     if staged != frame.height:
         # A row without URL, or a URL twice in one batch: never let a row vanish while counted as stored.
         raise StoreError(f"{frame.height - staged} of {frame.height} URLs could not be stored")

@@ -45,7 +45,7 @@ from trawl.stores.location import data_dir
 from trawl.stores.sqlite import merge
 from trawl.stores.sqlite.kinds import KindTable
 from trawl.stores.sqlite.merge import split_sets
-from trawl.stores.sqlite.schema import CLAIM_PAGES, SCHEMA, STAGING, upgrade, upsert_sql
+from trawl.stores.sqlite.schema import CLAIM_PAGES, SCHEMA, STAGING, stage_sql, upgrade, upsert_sql
 from trawl.stores.sqlite.writer import WriterThread
 
 _SETS = ("sources", "statuses", "mimes")
@@ -146,7 +146,10 @@ class SqliteStore:
         self._last_batch_time = 0.0
         self.run = 0
         self._upsert = ""
+        self._stage = ""
         self._tables: dict[type[Batch], KindTable] = {}
+        #: Set on the writer thread when a batch failed: batches queued behind it are refused.
+        self._failed: str | None = None
 
     # --- opening and closing -----------------------------------------------------------
 
@@ -196,6 +199,7 @@ class SqliteStore:
                 (self.context.run_id, self.context.source, target and target.domain, time.time(), job),
             ).lastrowid
         self._upsert = upsert_sql(self.context.source, self.run)
+        self._stage = stage_sql(self.context.source)
 
     def close(self, reason: str) -> None:
         """Record the run's end on the writer thread, after the last queued batch; end the thread."""
@@ -253,6 +257,10 @@ class SqliteStore:
         """On the writer thread: the batch in one transaction; (new records, pages stored before)."""
         con = self.connection
         assert con is not None, "store not open"
+        if self._failed is not None:
+            # Queued before the failure was known on the reactor: never commit after a failed batch,
+            # so that the store holds exactly what was written before the one error line.
+            raise StoreError(f"not written: an earlier batch failed ({self._failed})")
         now = self._next_batch_time()
         con.execute("BEGIN IMMEDIATE")
         try:
@@ -266,8 +274,10 @@ class SqliteStore:
             con.execute("COMMIT")
         except PartlyStored:
             raise  # rolled back already
-        except BaseException:
-            con.execute("ROLLBACK")
+        except BaseException as exc:
+            self._failed = str(exc) or type(exc).__name__
+            if con.in_transaction:
+                con.execute("ROLLBACK")
             raise
         batch.frame = written
         return new, 0
@@ -278,7 +288,7 @@ class SqliteStore:
         """URL rows inserted or merged (:mod:`.merge`); the batch's frame as stored, and how many were new."""
         if not frame.height:
             return frame, 0
-        merge.stage(con, frame)
+        merge.stage(con, self._stage, frame)
         merge.upsert(con, self._upsert, frame.height, now)
         known = self._read_known(con)
         return merge.with_merged(frame, known, self.run), frame.height - known.height
