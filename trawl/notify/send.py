@@ -63,9 +63,6 @@ class _NoRedirects(urllib.request.HTTPRedirectHandler):
         return None
 
 
-_OPENER = urllib.request.build_opener(_NoRedirects)
-
-
 def _request(url: str, body: bytes, user_agent: str) -> urllib.request.Request:
     """The POST to ``url``, its user info (if any) taken out and sent as basic auth."""
     headers = {"Content-Type": "application/json", "User-Agent": user_agent}
@@ -80,16 +77,20 @@ def _request(url: str, body: bytes, user_agent: str) -> urllib.request.Request:
 def _redirect_text(exc: urllib.error.HTTPError, url: str) -> str:
     """``answered a redirect (HTTP 302) to HOST[:PORT]; not followed``: the host only, never a
     path or query, which may carry a token."""
-    target = urlsplit(urljoin(url, exc.headers.get("Location", "")))
-    host = target.hostname or "?"
-    shown = host if target.port is None else f"{host}:{target.port}"
-    return f"answered a redirect (HTTP {exc.code}) to {shown}; not followed"
+    try:
+        target = urlsplit(urljoin(url, exc.headers.get("Location", "")))
+        host, port = target.hostname or "?", target.port
+    except ValueError:  # a port that is not a number, a bad IPv6 literal: still one warning
+        host, port = "an unusable URL", None
+    shown = host if port is None else f"{host}:{port}"
+    return f"answered a redirect (HTTP {exc.code}) to {shown[:100]}; not followed"
 
 
 def _send(post: Post, timeout: float, user_agent: str) -> None:
     request = _request(post.receiver.url, post.body, user_agent)
     try:
-        with _OPENER.open(request, timeout=timeout) as answer:  # http(s) only
+        opener = urllib.request.build_opener(_NoRedirects)  # as urlopen's, with this handler
+        with opener.open(request, timeout=timeout) as answer:  # http(s) only
             post.status = answer.status
             answer.read(65536)
     except urllib.error.HTTPError as exc:
