@@ -21,6 +21,13 @@ The checks here are the ones :mod:`trawl.validation` and the components share.
 A check is ``check(settings, name, sources)``: it reads the value, raises
 :class:`~trawl.errors.TrawlUsageError` naming the setting and its valid form,
 and never creates anything.
+
+Every duration has an upper bound (:func:`seconds`, ``maximum``; one day
+unless the declaration says otherwise, and every one of trawl's says, with
+its reason): ``NOTIFY_TIMEOUT=1e9`` was accepted and kept a process alive
+until a hanging receiver let go (issue 15), and a wait nobody would choose
+is a typo or a unit mistake (milliseconds), better refused in one line than
+discovered a day later. ``inf`` and ``nan`` are not numbers of seconds.
 """
 
 from __future__ import annotations
@@ -37,7 +44,9 @@ from scrapy.settings import BaseSettings
 from trawl.errors import TrawlUsageError
 
 __all__ = [
+    "DAY",
     "Check",
+    "Duration",
     "Setting",
     "apply_defaults",
     "http_url",
@@ -106,7 +115,9 @@ def whole_value(raw: Any, label: str, minimum: int | None, maximum: int | None) 
     return value
 
 
-def real_value(raw: Any, label: str, minimum: float | None, above: bool, unit: str = "") -> float:
+def real_value(
+    raw: Any, label: str, minimum: float | None, above: bool, unit: str = "", maximum: float | None = None
+) -> float:
     form = f"a number of {unit}" if unit else "a number"
     if minimum is not None:
         form += f" ({'above' if above else 'at least'} {minimum:g})"
@@ -116,9 +127,23 @@ def real_value(raw: Any, label: str, minimum: float | None, above: bool, unit: s
         value = float(raw) if isinstance(raw, int | float) else float(str(raw).strip())
     except (TypeError, ValueError):
         raise fail(label, f"must be {form}", raw) from None
+    if maximum is not None and value > maximum:  # +inf included
+        raise fail(label, f"must be at most {bound_text(maximum, unit)}", raw)
     if not math.isfinite(value) or (minimum is not None and (value <= minimum if above else value < minimum)):
         raise fail(label, f"must be {form}", raw)
     return value
+
+
+def bound_text(maximum: float, unit: str = "") -> str:
+    """``86400 seconds (1 day)``: a bound as the docs and the error lines write it."""
+    number = f"{int(maximum)}" if float(maximum).is_integer() else f"{maximum:g}"
+    text = f"{number} {unit}".strip()
+    if unit == "seconds" and maximum >= 60:
+        for size, word in ((86400, "day"), (3600, "hour"), (60, "minute")):
+            if maximum % size == 0:
+                count = int(maximum // size)
+                return f"{text} ({count} {word}{'s' if count > 1 else ''})"
+    return text
 
 
 def _range_text(what: str, minimum: int | None, maximum: int | None) -> str:
@@ -146,8 +171,40 @@ def real(minimum: float | None = 0.0, above: bool = False, unit: str = "") -> Ch
     return check
 
 
-def seconds(minimum: float | None = 0.0, above: bool = False) -> Check:
-    return real(minimum, above, "seconds")
+#: The bound of a duration whose declaration names none (a plugin's).
+DAY = 86400.0
+
+
+@dataclass(frozen=True)
+class Duration:
+    """A number of seconds from ``minimum`` (``None``: any, e.g. ``-1`` for "off") to ``maximum``.
+
+    A class, not a closure, so that the docs test can read the bound of every
+    duration trawl declares and find it in docs/settings.md. ``whole``: whole
+    seconds only (a value sent to an API that takes an integer).
+    """
+
+    minimum: float | None = 0.0
+    above: bool = False
+    maximum: float = DAY
+    whole: bool = False
+
+    def __call__(self, settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
+        self.value(settings.get(name), name)
+
+    def value(self, raw: Any, label: str) -> float:
+        """``raw`` as seconds, or :class:`TrawlUsageError` naming ``label`` and the valid form."""
+        if self.whole:
+            low = None if self.minimum is None else int(self.minimum)
+            return whole_value(raw, label, low, int(self.maximum))
+        return real_value(raw, label, self.minimum, self.above, "seconds", self.maximum)
+
+
+def seconds(
+    minimum: float | None = 0.0, above: bool = False, maximum: float = DAY, whole: bool = False
+) -> Duration:
+    """A duration setting's check; give ``maximum`` (the longest an operator would mean) and say why."""
+    return Duration(minimum, above, maximum, whole)
 
 
 def scrapy_bool(settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:

@@ -36,13 +36,15 @@ from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.proxies import read_proxy_list
 from trawl.politeness.rates import parse_rate
 from trawl.settings_checks import (
+    DAY,
     Check,
+    Duration,
     Setting,
     apply_defaults,
+    bound_text,
     fail,
     http_url,
     real,
-    real_value,
     scrapy_bool,
     seconds,
     status_list,
@@ -71,21 +73,28 @@ def _source_map(
     return mapping
 
 
+#: The longest period of a rate: a day, the longest quota window an upstream here counts
+#: (VirusTotal's public key: 500 a day, ``500/24h``); ``1/1e9s`` is a source stopped, not a rate.
+RATE_PERIOD_MAX = DAY
+
+
 def rates(settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
     form = '{"wayback": "30/60s"} (N requests per T seconds)'
     for source, value in _source_map(settings, name, sources, form).items():
         try:
-            parse_rate(value)
+            _, period = parse_rate(value)
         except TrawlUsageError:
             raise fail(f"{name}[{source!r}]", "must be N requests per T seconds (30/60s)", value) from None
+        if period > RATE_PERIOD_MAX:
+            raise fail(f"{name}[{source!r}]", f"has a period of at most {bound_text(DAY, 'seconds')}", value)
 
 
-def seconds_by_source(minimum: float, above: bool = False) -> Check:
-    def check(settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
+class DurationBySource(Duration):
+    """A duration per source, ``{"wayback": 120}``, each value bounded as :class:`Duration` is."""
+
+    def __call__(self, settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
         for source, value in _source_map(settings, name, sources, '{"wayback": 120}').items():
-            real_value(value, f"{name}[{source!r}]", minimum, above, "seconds")
-
-    return check
+            self.value(value, f"{name}[{source!r}]")
 
 
 def counts_by_source(minimum: int) -> Check:
@@ -128,14 +137,17 @@ SETTINGS: dict[str, Check] = {
     # storage
     "STORE_URI": store_uri,
     "BATCH_COALESCE_ROWS": whole(0),
-    "BATCH_COALESCE_SECONDS": seconds(0.0, above=True),
+    # A page held a minute is 300 times the default; longer, and the store and progress lag behind.
+    "BATCH_COALESCE_SECONDS": seconds(0.0, above=True, maximum=60),
     # plugins
     "TRAWL_PLUGINS": plugins,
     "TRAWL_PLUGINS_DISABLED": plugins,
     "TRAWL_RUN_ID": text,
     # progress and logs
-    "PROGRESS_INTERVAL": seconds(None),
-    "PROGRESS_STALL_AFTER": seconds(0, above=True),
+    # Less often than hourly is no progress line; 0 or less switches them off.
+    "PROGRESS_INTERVAL": seconds(None, maximum=3600),
+    # No request waits longer than DOWNLOAD_TIMEOUT's bound, an hour.
+    "PROGRESS_STALL_AFTER": seconds(0, above=True, maximum=3600),
     "TRAWL_LOG_JSON": scrapy_bool,
     "TRAWL_LOG_ALL": scrapy_bool,
     "LOG_LEVEL": log_level,
@@ -144,27 +156,33 @@ SETTINGS: dict[str, Check] = {
     "RATE_LIMITS_ENABLED": scrapy_bool,
     "SOURCE_CONCURRENCY": counts_by_source(1),
     "RETRY_LIMITS": counts_by_source(0),
-    "RETRY_BACKOFF_BASE": seconds(0),
-    "RETRY_BACKOFF_MAX": seconds(0),
-    "RETRY_MAX_PAUSE": seconds(0),
-    "RETRY_BAN_PAUSE": seconds(0, above=True),
+    # Backoffs: the first at most 10 minutes (the default is 1 s), the cap at most an hour.
+    "RETRY_BACKOFF_BASE": seconds(0, maximum=600),
+    "RETRY_BACKOFF_MAX": seconds(0, maximum=3600),
+    # A day: the longest quota window an upstream here resets on (VirusTotal's daily quota).
+    "RETRY_MAX_PAUSE": seconds(0, maximum=DAY),
+    # The first pause of a ban, doubling up to RETRY_MAX_PAUSE: an hour at most (default 2 min).
+    "RETRY_BAN_PAUSE": seconds(0, above=True, maximum=3600),
     "RETRY_ENABLED": scrapy_bool,
     "RETRY_TIMES": whole(0),
     "RETRY_HTTP_CODES": status_list,
     "PROXY_LIST": proxies,
     "PROXY_LIST_FILE": proxies,
     "PROXY_BAN_STATUSES": status_list,
-    "PROXY_BACKOFF_BASE": seconds(0),
-    "PROXY_BACKOFF_MAX": seconds(0),
+    # A banned proxy's first rest at most an hour (default 30 s), its longest a day (default 1 h).
+    "PROXY_BACKOFF_BASE": seconds(0, maximum=3600),
+    "PROXY_BACKOFF_MAX": seconds(0, maximum=DAY),
     "PROXY_MAX_TRIES": whole(1),
     "AUTOTHROTTLE_ENABLED": scrapy_bool,
-    "AUTOTHROTTLE_START_DELAY": seconds(0),
-    "AUTOTHROTTLE_MAX_DELAY": seconds(0),
+    # Delays between two requests to one source: 10 minutes to start with, an hour at most.
+    "AUTOTHROTTLE_START_DELAY": seconds(0, maximum=600),
+    "AUTOTHROTTLE_MAX_DELAY": seconds(0, maximum=3600),
     "AUTOTHROTTLE_TARGET_CONCURRENCY": real(0, above=True),
     "CONCURRENT_REQUESTS": whole(1),
     "CONCURRENT_REQUESTS_PER_DOMAIN": whole(1),
-    "DOWNLOAD_TIMEOUT": seconds(0, above=True),
-    "SOURCE_DOWNLOAD_TIMEOUT": seconds_by_source(0, above=True),
+    # An hour for one answer: the slowest CDX page takes minutes; a longer wait is a hung server.
+    "DOWNLOAD_TIMEOUT": seconds(0, above=True, maximum=3600),
+    "SOURCE_DOWNLOAD_TIMEOUT": DurationBySource(0, above=True, maximum=3600),
     # the run summary (and so notifications)
     "NOTIFY_MAX_URLS": whole(0),
     # trawl schedule (recurring schedules in scrapyd)

@@ -2,8 +2,9 @@
 
 A fake subclasses :class:`LocalServer` and implements ``answer(request)``,
 returning ``(status, body, headers)``; the shell serves it on 127.0.0.1 on a
-free port (or on ``port``, set before the server starts), one thread per
-connection, HTTP/1.1 keep-alive, quiet logs.
+free port (or on ``host`` and ``port``, set before the server starts: any
+127.x.y.z is a loopback address of its own on Linux, another host for a
+client), one thread per connection, HTTP/1.1 keep-alive, quiet logs.
 """
 
 from __future__ import annotations
@@ -77,6 +78,8 @@ class LocalServer:
     """Context manager running ``self.answer`` behind a real HTTP server."""
 
     _httpd: ThreadingHTTPServer | None = None
+    #: The address to listen on.
+    host = "127.0.0.1"
     #: The port to listen on; 0: a free one.
     port = 0
 
@@ -85,7 +88,7 @@ class LocalServer:
 
     def __enter__(self) -> Any:
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", self.port), handler)
+        self._httpd = ThreadingHTTPServer((self.host, self.port), handler)
         self._httpd.daemon_threads = True
         threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
         return self
@@ -98,4 +101,4 @@ class LocalServer:
     @property
     def base_url(self) -> str:
         assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return f"http://{self.host}:{self._httpd.server_address[1]}"

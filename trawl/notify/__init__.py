@@ -72,7 +72,12 @@ settings_declared = {
     "NOTIFY_ON": Setting(
         "always", _check_on, "always, new (the run added URLs), error (exit status not 0); or several"
     ),
-    "NOTIFY_TIMEOUT": Setting(5.0, seconds(0, above=True), "seconds for all receivers together"),
+    "NOTIFY_TIMEOUT": Setting(
+        5.0,
+        seconds(0, above=True, maximum=300),
+        "seconds for all receivers together, at most 300: the process waits this long after the crawl, "
+        "and a webhook that has not answered in five minutes is down",
+    ),
 }
 
 

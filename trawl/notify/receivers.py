@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
-from urllib.parse import SplitResult, parse_qsl, urlsplit
+from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
 
 from trawl.errors import TrawlUsageError
 from trawl.notify.messages import message_text
@@ -81,12 +81,14 @@ class ReceiverKind:
         """What in an entry could be a token: the entry, its user info, path and query values.
 
         A Slack or Discord webhook's path *is* its token; a generic webhook may
-        carry one in its query or user info.
+        carry one in its query or user info. A password is masked as written and
+        decoded (``p%40ss`` is sent as ``p@ss`` in the basic auth header).
         """
         yield entry
         scheme = entry.partition("://")[0]
         parts = urlsplit(entry.partition("+")[2] if "+" in scheme else entry)
         yield parts.password
+        yield unquote(parts.password or "")
         yield parts.path.rstrip("/")
         for segment in parts.path.split("/"):
             # Tokens, not words: "services" or "webhooks" stay readable.

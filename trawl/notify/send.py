@@ -9,16 +9,34 @@ that, and a thread still waiting on a receiver that never answered does not
 keep the process alive. A receiver that refuses, fails, answers an error
 status or does not answer in time is one WARNING line naming it by kind and
 host; the crawl's exit status is unchanged.
+
+Redirects are never followed, to another host or the same one: a receiver
+answering 3xx is a failure naming where it pointed (``answered a redirect
+(HTTP 302) to other.example; not followed``). Following one is what urllib
+does by default, and it is wrong for a webhook every way: a 301/302/303 turns
+the POST into a bodiless GET that delivers nothing yet was logged ``notified
+(HTTP 200)`` (issue 15, item 7), a 307/308 would re-post the summary, and the
+``Authorization`` header with it, to a host the operator never named. Even a
+same-host redirect (``http://`` to ``https://``, a moved path) means the URL in
+``NOTIFY_URLS`` is out of date; the warning says so rather than guessing.
+
+A URL with user info (``https://user:pw@host/hook``) is posted to without it,
+the user and password sent as HTTP basic auth: urllib would take
+``user:pw@host`` for the host name (``Name or service not known``). The
+password is a registered secret (:mod:`trawl.notify.targets`), so no line
+shows it.
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import threading
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 import orjson
 
@@ -38,20 +56,50 @@ class Post:
     timed_out: bool = False
 
 
-def _send(post: Post, timeout: float, user_agent: str) -> None:
-    request = urllib.request.Request(
-        post.receiver.url,
-        data=post.body,
-        method="POST",
-        headers={"Content-Type": "application/json", "User-Agent": user_agent},
-    )
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Follows no redirect: the 3xx answer comes back as an ``HTTPError`` (see the module)."""
+
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
+
+
+def _request(url: str, body: bytes, user_agent: str) -> urllib.request.Request:
+    """The POST to ``url``, its user info (if any) taken out and sent as basic auth."""
+    headers = {"Content-Type": "application/json", "User-Agent": user_agent}
+    parts = urlsplit(url)
+    if "@" in parts.netloc:
+        url = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+        headers["Authorization"] = "Basic " + base64.b64encode(pair.encode()).decode("ascii")
+    return urllib.request.Request(url, data=body, method="POST", headers=headers)
+
+
+def _redirect_text(exc: urllib.error.HTTPError, url: str) -> str:
+    """``answered a redirect (HTTP 302) to HOST[:PORT]; not followed``: the host only, never a
+    path or query, which may carry a token."""
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:  # noqa: S310 - http(s) only
+        target = urlsplit(urljoin(url, exc.headers.get("Location", "")))
+        host, port = target.hostname or "?", target.port
+    except ValueError:  # a port that is not a number, a bad IPv6 literal: still one warning
+        host, port = "an unusable URL", None
+    shown = host if port is None else f"{host}:{port}"
+    return f"answered a redirect (HTTP {exc.code}) to {shown[:100]}; not followed"
+
+
+def _send(post: Post, timeout: float, user_agent: str) -> None:
+    request = _request(post.receiver.url, post.body, user_agent)
+    try:
+        opener = urllib.request.build_opener(_NoRedirects)  # as urlopen's, with this handler
+        with opener.open(request, timeout=timeout) as answer:  # http(s) only
             post.status = answer.status
             answer.read(65536)
     except urllib.error.HTTPError as exc:
         post.status = exc.code
-        post.error = f"HTTP {exc.code}"
+        if 300 <= exc.code < 400 and exc.headers.get("Location"):
+            post.error = _redirect_text(exc, request.full_url)
+        else:
+            post.error = f"HTTP {exc.code}"
+        exc.close()
     except TimeoutError:
         post.timed_out = True
     except urllib.error.URLError as exc:

@@ -65,9 +65,16 @@ class IntelxSpider(SourceSpider):
         "INTELX_PAGE_SIZE": Setting(
             1000, whole(1), '"limit" of each result request (the IntelX SDK\'s; no documented maximum)'
         ),
-        "INTELX_SEARCH_TIMEOUT": Setting(5, whole(0), '"timeout" of the search (seconds, IntelX side)'),
+        "INTELX_SEARCH_TIMEOUT": Setting(
+            5,
+            seconds(0, maximum=300, whole=True),
+            '"timeout" of the search (seconds, IntelX side), at most 300: IntelX\'s SDK sends 5',
+        ),
         "INTELX_POLL_INTERVAL": Setting(
-            2.0, seconds(0), 'seconds between result requests while "not ready yet"'
+            2.0,
+            seconds(0, maximum=60),
+            'seconds between result requests while "not ready yet", at most 60 (INTELX_MAX_POLLS, 30, '
+            "of them is already half an hour)",
         ),
         "INTELX_MAX_POLLS": Setting(30, whole(1), '"not ready yet" answers in a row before the run gives up'),
     }

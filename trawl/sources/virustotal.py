@@ -89,7 +89,10 @@ class VirustotalSpider(SourceSpider):
     api_key_required = True
     settings_declared = {
         "VIRUSTOTAL_QUOTA_WAIT": Setting(
-            60, seconds(0), "seconds to wait after an over-quota answer (HTTP 204) before the one retry"
+            60,
+            seconds(0, maximum=86400),
+            "seconds to wait after an over-quota answer (HTTP 204) before the one retry; at most a day, "
+            "the longest quota window of a public key (500 lookups a day)",
         ),
     }
 

@@ -231,7 +231,12 @@ class CommonCrawlSpider(CdxSpider):
     default_base_url = "https://index.commoncrawl.org"
     extra_arguments = frozenset({"cc_indexes"})
     settings_declared = {
-        "COMMONCRAWL_COLLINFO_TTL": Setting(86400, seconds(0), "seconds collinfo.json stays cached"),
+        "COMMONCRAWL_COLLINFO_TTL": Setting(
+            86400,
+            seconds(0, maximum=30 * 86400),
+            "seconds collinfo.json stays cached, at most 30 days: a crawl is published about monthly, "
+            "and an older list misses it",
+        ),
         "TRAWL_CACHE_DIR": Setting(
             "~/.cache/trawl", text, "where small upstream metadata (collinfo.json) is cached; empty: nowhere"
         ),

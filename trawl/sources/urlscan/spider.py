@@ -18,7 +18,7 @@ from twisted.python.failure import Failure
 from trawl.politeness.ratelimit import OWN_RATE_LIMITS
 from trawl.politeness.retryrule import backoff_retry
 from trawl.run import statkeys
-from trawl.settings_checks import Setting, whole
+from trawl.settings_checks import Setting, seconds, whole
 from trawl.sources.base import SourceSpider
 from trawl.sources.urlscan.paging import MAX_PAGE_SIZE, Paging
 from trawl.sources.urlscan.results import Results
@@ -44,7 +44,10 @@ class UrlscanSpider(Paging, KeyRotation, Results, SourceSpider):
             "page asked a step smaller, 1000 then 100 (urlscan.paging says why)",
         ),
         "URLSCAN_MAX_WAIT": Setting(
-            3600, whole(0, 86400 * 7), "longest wait for a rate-limited key's reset (seconds)"
+            3600,
+            seconds(0, maximum=86400 * 7, whole=True),
+            "longest wait for a rate-limited key's reset (seconds), at most a week: urlscan's longest "
+            "quota window is a day, and a key reset weekly is not worth a crawl that waits",
         ),
     }
 

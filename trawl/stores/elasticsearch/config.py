@@ -46,7 +46,12 @@ ELASTICSEARCH_SETTINGS: dict[str, Setting] = {
     ),
     "ELASTICSEARCH_CA_CERTS": Setting("", text, "CA bundle (PEM) for https clusters with a private CA"),
     "ELASTICSEARCH_VERIFY_CERTS": Setting(True, word_bool, "check the cluster's TLS certificate"),
-    "ELASTICSEARCH_TIMEOUT": Setting(30, seconds(0, above=True), "seconds per request"),
+    "ELASTICSEARCH_TIMEOUT": Setting(
+        30,
+        seconds(0, above=True, maximum=600),
+        "seconds per request, at most 600: a _bulk request still unanswered after 10 minutes means a "
+        "cluster in trouble, better retried than waited on",
+    ),
     "ELASTICSEARCH_INDEX_PREFIX": Setting(
         "trawl", _check_prefix, "indexes <prefix>-urls-v1, <prefix>-pages, <prefix>-runs"
     ),
@@ -56,8 +61,14 @@ ELASTICSEARCH_SETTINGS: dict[str, Setting] = {
     # Tries again for documents the cluster rejects with 429, and for a store request that fails
     # as a whole (timeout, refused or reset connection, HTTP 502/503/504) before the crawl stops.
     "ELASTICSEARCH_RETRIES": Setting(5, whole(0), "tries again after a 429 or a failed request"),
-    "ELASTICSEARCH_BACKOFF": Setting(0.5, seconds(0), "first wait before such a try, doubled each time"),
-    "ELASTICSEARCH_BACKOFF_MAX": Setting(10.0, seconds(0), "longest such wait"),
+    "ELASTICSEARCH_BACKOFF": Setting(
+        0.5, seconds(0, maximum=60), "first wait before such a try, doubled each time (at most a minute)"
+    ),
+    "ELASTICSEARCH_BACKOFF_MAX": Setting(
+        10.0,
+        seconds(0, maximum=600),
+        "longest such wait, at most 10 minutes: the crawl's pages wait on the store meanwhile",
+    ),
     "ELASTICSEARCH_DEAD_LETTERS": Setting(
         "trawl-es-dead-letters.ndjson", text, "documents that still fail, one JSON line each (es-replay)"
     ),
