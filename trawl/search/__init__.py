@@ -30,7 +30,9 @@ Rules, the same on SQLite and Elasticsearch:
 
 * :mod:`.fields`: the field names, their kinds and aliases, the facets;
 * :mod:`.tree`: the syntax tree;
-* :mod:`.parser`: text to tree, values normalized (dates as whole periods).
+* :mod:`.parser`: text to tree, values normalized (dates as whole periods);
+* :mod:`.limits`: how deep, wide and long a query may be, checked by the parser so that
+  no store sees a query it cannot run (``docs/search.md``, "Limits").
 
 The translations live with their stores: :mod:`trawl.stores.sqlite.query`
 (SQL) and :mod:`trawl.stores.elasticsearch.query` (the query DSL).

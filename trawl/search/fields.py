@@ -18,6 +18,8 @@ class Field:
     name: str
     kind: str  # url, keyword, set, intset, int, date, domain
     lower: bool = False  # values are compared lower-cased
+    #: The numbers an ``int``/``intset`` field takes (both stores hold them in 64 bits or less).
+    bounds: tuple[int, int] = (0, 2**63 - 1)
 
 
 FIELDS: dict[str, Field] = {
@@ -27,7 +29,7 @@ FIELDS: dict[str, Field] = {
         Field("host", "keyword", lower=True),
         Field("domain", "domain", lower=True),
         Field("scheme", "keyword", lower=True),
-        Field("port", "int"),
+        Field("port", "int", bounds=(0, 65535)),
         Field("path", "keyword"),
         Field("query", "keyword"),
         Field("ext", "keyword", lower=True),
@@ -36,7 +38,7 @@ FIELDS: dict[str, Field] = {
         Field("subdomain", "keyword", lower=True),
         Field("param", "set"),
         Field("source", "set", lower=True),
-        Field("status", "intset"),
+        Field("status", "intset", bounds=(0, 999)),  # Elasticsearch holds it as a short
         Field("mime", "set", lower=True),
         Field("first_seen", "date"),
         Field("last_seen", "date"),

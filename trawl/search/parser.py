@@ -11,6 +11,7 @@ import re
 
 from trawl.errors import TrawlUsageError
 from trawl.search.fields import ALIASES, FIELDS, Field
+from trawl.search.limits import MAX_DEPTH, MAX_TERMS, MAX_VALUE_LENGTH, MAX_WILDCARDS, depth
 from trawl.search.tree import And, Exists, MatchAll, Node, Not, Or, Pattern, Range, Term
 
 
@@ -29,17 +30,38 @@ def field_named(name: str) -> Field:
 _FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*):")
 _STOP = " \t\r\n)"
 _WILD = "*?"
+_NUMBER = re.compile(r"[+-]?[0-9]+")  # ASCII digits: int() also takes "１", "٣" and "1_000"
+#: A query longer than this is quoted in an error around the position, not whole.
+_QUOTE_AT_MOST = 120
+
+
+def _excerpt(text: str, at: int) -> str:
+    """The query as an error quotes it: whole if short, else the part around ``at`` (one short line)."""
+    if len(text) <= _QUOTE_AT_MOST:
+        return repr(text)
+    half = _QUOTE_AT_MOST // 2
+    start = max(0, min(at - half, len(text) - _QUOTE_AT_MOST))
+    part = text[start : start + _QUOTE_AT_MOST]
+    return ("..." if start else "") + repr(part) + ("..." if start + _QUOTE_AT_MOST < len(text) else "")
 
 
 class _Parser:
     def __init__(self, text: str) -> None:
         self.text = text
         self.pos = 0
+        self.nesting = 0  # parentheses and NOT prefixes open around the current position
+        self.terms = 0
 
     # -- helpers --------------------------------------------------------------------
     def error(self, message: str, at: int | None = None) -> QueryError:
         at = self.pos if at is None else at
-        return QueryError(f"bad query: {message} at position {at + 1}: {self.text!r}")
+        return QueryError(f"bad query: {message} at position {at + 1}: {_excerpt(self.text, at)}")
+
+    def nest(self) -> None:
+        """One level deeper (a ``(`` or a ``NOT``); refused past :data:`MAX_DEPTH` before recursing."""
+        self.nesting += 1
+        if self.nesting > MAX_DEPTH:
+            raise self.error(f"the query nests deeper than {MAX_DEPTH} levels")
 
     def skip(self) -> None:
         while self.pos < len(self.text) and self.text[self.pos].isspace():
@@ -75,6 +97,11 @@ class _Parser:
             if self.text[self.pos] == ")":
                 raise self.error("unmatched ')'")
             raise self.error("unexpected text")
+        if depth(node) > MAX_DEPTH:  # AND inside OR inside NOT ... without parentheses for each
+            raise QueryError(
+                f"bad query: the query nests deeper than {MAX_DEPTH} levels"
+                f" (AND, OR and NOT inside each other): {_excerpt(self.text, 0)}"
+            )
         return node
 
     def parse_or(self, field: Field | None) -> Node:
@@ -98,13 +125,17 @@ class _Parser:
         self.skip()
         if self.pos >= len(self.text):
             raise self.error("expected a search term at the end")
-        if self.take_keyword("NOT"):
-            return Not(self.parse_unary(field))
-        if self.text[self.pos] in "!-":
-            self.pos += 1
-            return Not(self.parse_unary(field))
+        if self.text[self.pos] in "!-" or self.peek_keyword("NOT"):
+            self.nest()
+            self.pos += 1 if self.text[self.pos] in "!-" else len("NOT")
+            node = Not(self.parse_unary(field))
+            self.nesting -= 1
+            return node
         if self.text[self.pos] == "+":
             self.pos += 1
+            self.skip()
+            if self.pos >= len(self.text):
+                raise self.error("a '+' needs a term after it")
         if self.peek_keyword("AND", "OR", "&&", "||", "TO"):
             raise self.error(f"{self.peek_keyword('AND', 'OR', '&&', '||', 'TO')} needs a term before it")
         return self.parse_primary(field)
@@ -113,6 +144,7 @@ class _Parser:
         self.skip()
         start = self.pos
         if self.text[self.pos] == "(":
+            self.nest()
             self.pos += 1
             if self.at_end():
                 raise self.error("unclosed '('", start)
@@ -120,6 +152,7 @@ class _Parser:
             if self.at_end() or self.text[self.pos] != ")":
                 raise self.error("unclosed '('", start)
             self.pos += 1
+            self.nesting -= 1
             return node
         match = _FIELD.match(self.text, self.pos)
         if field is None and match and not self.text.startswith("//", match.end()):
@@ -133,6 +166,9 @@ class _Parser:
         return self.parse_value(field)
 
     def parse_value(self, field: Field | None) -> Node:
+        self.terms += 1
+        if self.terms > MAX_TERMS:
+            raise self.error(f"the query has more than {MAX_TERMS} terms")
         char = self.text[self.pos]
         if char in "[{":
             return self.parse_range(field)
@@ -193,7 +229,10 @@ class _Parser:
         out: list[str] = []
         wild: list[int] = []
         text = self.text
+        start = self.pos
         while self.pos < len(text) and text[self.pos] not in stop:
+            if len(out) >= MAX_VALUE_LENGTH:
+                raise self.error(f"a value is longer than {MAX_VALUE_LENGTH} characters", start)
             char = text[self.pos]
             if char == "\\":
                 if self.pos + 1 >= len(text):
@@ -204,6 +243,8 @@ class _Parser:
             if char == '"':
                 raise self.error("a quote inside a value (quote the whole value)")
             if char in _WILD:
+                if len(wild) >= MAX_WILDCARDS:
+                    raise self.error(f"a value has more than {MAX_WILDCARDS} wildcards (* and ?)", start)
                 wild.append(len(out))
             out.append(char)
             self.pos += 1
@@ -216,13 +257,15 @@ class _Parser:
         text = self.text
         while self.pos < len(text):
             char = text[self.pos]
+            if char == '"':
+                self.pos += 1
+                return "".join(out)
+            if len(out) >= MAX_VALUE_LENGTH:
+                raise self.error(f"a value is longer than {MAX_VALUE_LENGTH} characters", start)
             if char == "\\" and self.pos + 1 < len(text):
                 out.append(text[self.pos + 1])
                 self.pos += 2
                 continue
-            if char == '"':
-                self.pos += 1
-                return "".join(out)
             out.append(char)
             self.pos += 1
         raise self.error("unclosed quote", start)
@@ -274,19 +317,24 @@ def leaf(field: Field | None, raw: str, wild: tuple[int, ...]) -> Node:
 
 
 def _int(field: Field, raw: str) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        raise QueryError(f"bad query: {field.name} takes a number, not {raw!r}") from None
+    """``raw`` as a number of ``field``: ASCII digits, within the field's bounds (so no store overflows)."""
+    if not _NUMBER.fullmatch(raw):
+        raise QueryError(f"bad query: {field.name} takes a number, not {raw!r}")
+    value = int(raw)
+    low, high = field.bounds
+    if not low <= value <= high:
+        raise QueryError(f"bad query: {field.name} takes a number from {low} to {high}, not {raw}")
+    return value
 
 
 _DATE_CHARS = re.compile(r"[-:T ]")
+_DIGITS = re.compile(r"[0-9]+")  # ASCII only: str.isdigit() is true of "２" and "²" too
 
 
 def date_bounds(raw: str) -> tuple[str, str]:
     """``2021`` -> ``("20210101000000", "20211231235959")``."""
     digits = _DATE_CHARS.sub("", raw)
-    if not digits.isdigit() or len(digits) not in (4, 6, 8, 10, 12, 14):
+    if not _DIGITS.fullmatch(digits) or len(digits) not in (4, 6, 8, 10, 12, 14):
         raise QueryError(f"bad query: {raw!r} is not a date (YYYY, YYYYMM, YYYY-MM-DD, ... YYYYMMDDhhmmss)")
     low = digits + "0101000000"[len(digits) - 4 :]
     year, month = int(low[:4]), int(low[4:6])
