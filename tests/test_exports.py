@@ -52,7 +52,8 @@ def test_overwrite_takes_a_run_with_urls_and_creates_a_missing_file(workdir: Pat
     assert again.lines("urls.txt") == ["https://example.com/only-now"]  # -O: this run's URLs
     down = crawl(workdir, None, "-O", "new.txt", base_url=DOWN)
     assert down.returncode == 1
-    assert (workdir / "new.txt").read_bytes() == b""  # no file before: an empty one, as Scrapy does
+    assert not (workdir / "new.txt").exists()  # a failed run leaves no empty file (issue 15, item 8)
+    assert "new.txt not written: this run failed and exported no URL" in down.stderr
     assert leftovers(workdir) == []
 
 

@@ -275,6 +275,7 @@ BAD = {
     "NOTIFY_MAX_URLS": "all",
     "NOTIFY_TIMEOUT": "0",
     "TELEGRAM_API_BASE_URL": "api.telegram.org",
+    "UMASK": "0o1777",
 }
 
 

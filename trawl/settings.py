@@ -33,6 +33,11 @@ STORE_URI = default_store_uri()
 BATCH_COALESCE_ROWS = 5000
 BATCH_COALESCE_SECONDS = 0.2
 
+# --- Files -------------------------------------------------------------------------------
+# The umask of the run: every file trawl creates (store, LOG_FILE, exports, JOBDIR, reports)
+# is 0600 and every folder 0700; 022 for 0644/0755, empty for the inherited umask (trawl.run.files).
+UMASK = "077"
+
 # --- Plugins -----------------------------------------------------------------------------
 TRAWL_PLUGINS: dict[str, bool] = {}
 TRAWL_PLUGINS_DISABLED: list[str] = []

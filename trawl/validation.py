@@ -35,6 +35,7 @@ from trawl.errors import TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.proxies import read_proxy_list
 from trawl.politeness.rates import parse_rate
+from trawl.run.files import umask_check
 from trawl.settings_checks import (
     DAY,
     Check,
@@ -143,6 +144,8 @@ SETTINGS: dict[str, Check] = {
     "TRAWL_PLUGINS": plugins,
     "TRAWL_PLUGINS_DISABLED": plugins,
     "TRAWL_RUN_ID": text,
+    # files trawl creates (trawl.run.files)
+    "UMASK": umask_check,
     # progress and logs
     # Less often than hourly is no progress line; 0 or less switches them off.
     "PROGRESS_INTERVAL": seconds(None, maximum=3600),

@@ -31,6 +31,7 @@ from trawl.politeness.proxies import read_proxy_list
 from trawl.run import statkeys
 from trawl.run.attribution import unattributed_errors
 from trawl.run.crawl_all import ALL, SourceRun, start_all, summary_table, use_trawl_jobdir
+from trawl.run.files import FILES_SETTINGS, apply_umask
 from trawl.run.logs import install_log_handler, write_usage_error
 from trawl.run.outcome import COMPLETE, FAILED
 from trawl.run.paths import check_export_paths, check_jobdir
@@ -63,11 +64,12 @@ class Command(ScrapyCrawlCommand):
         super().process_options(args, opts)
         assert self.settings is not None
         try:
-            validate_settings(self.settings, names=LOGGING_SETTINGS)
+            validate_settings(self.settings, names=(*LOGGING_SETTINGS, *FILES_SETTINGS))
             check_repeated(repeated)
         except TrawlError as exc:
             write_usage_error(self.settings, str(exc))
             sys.exit(EXIT_USAGE)
+        apply_umask(self.settings)  # before the first file: LOG_FILE, opened just below
         install_log_handler(self.settings)
         # scrapyd adds its job id as a spider argument; it is no source's.
         self.scrapyd_job = opts.spargs.pop(SCRAPYD_JOB_ARGUMENT, None)
@@ -156,8 +158,9 @@ class Command(ScrapyCrawlCommand):
         run_ids = [run.run_id for run in runs if run.run_id]
         try:
             export_from_store(
-                run_ids, {} if check_only else feeds, self.settings, plugins, target, new_only=new_only
-            )
+                run_ids, {} if check_only else feeds, self.settings, plugins, target, new_only=new_only,
+                completed=all(run.ok for run in runs) and not self.crawler_process.bootstrap_failed,
+            )  # fmt: skip
         except (TrawlError, OSError) as exc:
             sys.stderr.write(f"trawl: error: cannot write the exports: {exc}\n")
             self.exitcode = EXIT_INCOMPLETE

@@ -24,6 +24,7 @@ from scrapy.exceptions import UsageError
 from trawl.errors import StoreError, TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.run.counts import counted
+from trawl.run.files import FILES_SETTINGS, apply_umask
 from trawl.run.report import (
     FORMATS,
     ReportFile,
@@ -35,6 +36,7 @@ from trawl.run.report import (
 )
 from trawl.sources.target import parse_target
 from trawl.stores.registry import store_class
+from trawl.validation import validate_settings
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -76,6 +78,17 @@ class Command(ScrapyCommand):
         )
         parser.add_argument("--format", choices=FORMATS, default=None, help="stdout's format (default: txt)")
         parser.add_argument("--store", metavar="URI", help="store to read (default: the STORE_URI setting)")
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        """After ``-s``: the files a report writes are private like a crawl's (:mod:`trawl.run.files`)."""
+        super().process_options(args, opts)
+        assert self.settings is not None
+        try:
+            validate_settings(self.settings, names=FILES_SETTINGS)
+        except TrawlUsageError as exc:
+            sys.stderr.write(f"trawl: error: {exc}\n")
+            sys.exit(EXIT_USAGE)
+        apply_umask(self.settings)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None

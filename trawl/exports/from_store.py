@@ -39,10 +39,13 @@ def export_from_store(
     pm: Any,
     target: Target,
     new_only: bool = False,
+    completed: bool = True,
 ) -> int:
     """Write the ``-o``/``-O`` files of ``all``; returns the URLs read from the store.
 
     ``new_only`` (``-a new_only=true``): only the URLs these runs added to the store.
+    ``completed``: every source's run completed; if not, an ``-O`` to a new path
+    that would be empty is not created (:mod:`trawl.exports.storage`).
     """
     if not feeds:
         return 0
@@ -58,7 +61,9 @@ def export_from_store(
     new = new_urls(reader, uri, run_ids, settings)
     written = 0
     for path, options in feeds.items():
-        storage = SafeFileFeedStorage(path, feed_options={**options, "format": formats[path]})
+        storage = SafeFileFeedStorage(
+            path, feed_options={**options, "format": formats[path]}, completed=lambda: completed
+        )
         file = storage.open(None)
         try:
             exporter = load_object(exporters[formats[path]])(file)

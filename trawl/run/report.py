@@ -25,6 +25,7 @@ import io
 import os
 import re
 import secrets
+import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -217,4 +218,7 @@ class ReportFile:
         if exc_type is not None:
             self.partial.unlink(missing_ok=True)
             return
-        os.replace(self.partial, os.path.realpath(self.path))
+        target = os.path.realpath(self.path)
+        if os.path.exists(target):  # an existing report keeps its mode (trawl.run.files)
+            shutil.copymode(target, self.partial)
+        os.replace(self.partial, target)

@@ -22,6 +22,7 @@ URLS_UNIQUE = "trawl/urls_unique"  #: URLs this run passed on, each once
 URLS_NEW = "trawl/urls_new"  #: of those, URLs the store did not hold
 BAD_LINES = "trawl/bad_lines"
 BAD_BODIES = "trawl/bad_bodies"
+UNDECODABLE_LINES = "trawl/undecodable_lines"  #: upstream lines not UTF-8, read with U+FFFD
 
 # --- the run -----------------------------------------------------------------------------
 RUN_ID = "trawl/run_id"

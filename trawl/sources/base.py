@@ -339,6 +339,16 @@ class Source(scrapy.Spider):
         self.record_error("malformed", "%s; gave up after %s", text, counted(tries, "retry"))
         return None
 
+    def closed(self, reason: str) -> None:
+        """Scrapy calls it once the source is done: what it read with a fault is said once, not per line."""
+        undecodable = self.crawler.stats.get_value(statkeys.UNDECODABLE_LINES, 0)
+        if undecodable:
+            self.logger.warning(
+                "%s: %s had bytes that are not UTF-8; read with U+FFFD (%%EF%%BF%%BD) in their place",
+                self.name,
+                counted(undecodable, "upstream line"),
+            )
+
     def record_blocked(self, message: str) -> None:
         self.crawler.stats.set_value(statkeys.BLOCKED, True)
         self.record_error("blocked", message)

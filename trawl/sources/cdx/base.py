@@ -304,6 +304,8 @@ class CdxSpider(SourceSpider):
                 yield retry
                 return
             stats.inc_value(statkeys.BAD_LINES, parsed.bad_lines)
+        if parsed.undecodable_lines:  # said once, when the source closes (Source.closed)
+            stats.inc_value(statkeys.UNDECODABLE_LINES, parsed.undecodable_lines)
         self._count_page(endpoint, page, empty=not (parsed.rows or parsed.bad_lines))
         # Also an empty page: the store records it in the page ledger (resume).
         yield self._batch(parsed, index, page)

@@ -79,6 +79,9 @@ class ParsedPage:
     rows: int = 0
     bad_lines: int = 0
     dialect: Dialect | None = None
+    #: Lines with bytes that are not UTF-8, read with U+FFFD in their place (plain text only:
+    #: a JSON line with them does not parse and is one of ``bad_lines``).
+    undecodable_lines: int = 0
 
     @property
     def columns(self) -> dict[str, list[str]]:
@@ -287,7 +290,42 @@ def _read_text(text: bytes, names: tuple[str, ...]) -> ParsedPage | None:
 _CDXJ = re.compile(rb"^\S+ \d{1,14} \{")
 
 
+def undecodable_lines(text: bytes) -> int:
+    """How many lines of ``text`` hold bytes that are not UTF-8.
+
+    Such a line is still read (a URL with one bad byte is still a URL the
+    archive knows), with U+FFFD in place of the bytes, which canonical form
+    turns into ``%EF%BF%BD``: stored without a word before (issue 15, item 8),
+    so the source counts them and says so once (``trawl/undecodable_lines``).
+    Costs one pass over an ASCII page; lines are decoded one by one only when
+    the page as a whole does not decode.
+    """
+    if text.isascii():
+        return 0
+    try:
+        text.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    else:
+        return 0
+    count = 0
+    for line in text.split(b"\n"):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            count += 1
+    return count
+
+
 def _parse_text(text: bytes, fields: tuple[str, ...] | None) -> ParsedPage:
+    """Space-separated lines, with the lines that are not UTF-8 counted (:func:`undecodable_lines`)."""
+    parsed = _split_text(text, fields)
+    if parsed.dialect is Dialect.IA:
+        parsed.undecodable_lines = undecodable_lines(text)
+    return parsed
+
+
+def _split_text(text: bytes, fields: tuple[str, ...] | None) -> ParsedPage:
     """Space-separated CDX lines (IA's default output) or CDXJ (``urlkey ts {json}``).
 
     CDX fields never contain spaces (the index itself is space-separated), so
