@@ -20,7 +20,7 @@ once each, with the expected sources.
 Target on a 2-core machine: wall <= 1.5x the floor.
 
     python bench/bench_sources.py [--urls N] [--overlap F] [--crawls N] [--threads N]
-        [--latency S] [--no-prerender] [--set NAME=VALUE] [--log FILE] [--profile FILE]
+        [--latency S] [--no-prerender] [--set NAME=VALUE] [--log FILE] [--profile FILE] [--wrap COMMAND]
 
 The floor replays urlscan's requests in parallel although a client can only
 send them one after the other (each names the last result of the previous
@@ -34,6 +34,7 @@ import http.client
 import json
 import os
 import resource
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -194,7 +195,12 @@ class CrawlRun:
 
 
 def crawl(
-    base_urls: Mapping[str, str], store: Path, workdir: Path, extra: list[str], profile: str | None = None
+    base_urls: Mapping[str, str],
+    store: Path,
+    workdir: Path,
+    extra: list[str],
+    profile: str | None = None,
+    wrap: str | None = None,
 ) -> CrawlRun:
     settings = {
         **base_urls,
@@ -204,7 +210,8 @@ def crawl(
         "TRAWL_CACHE_DIR": "",  # collinfo.json from the server on every run
         "LOG_LEVEL": "INFO",
     }
-    command = [sys.executable]
+    # --wrap: a sampling profiler that sees every thread and native frames (cProfile sees the reactor's only).
+    command = [*shlex.split(wrap), sys.executable] if wrap else [sys.executable]
     if profile:
         command += ["-m", "cProfile", "-o", str(Path(profile).resolve())]
     command += ["-m", "scrapy", "crawl", "all", "-a", f"domain={DOMAIN}"]
@@ -274,6 +281,12 @@ def main() -> None:
         "--no-prerender", action="store_true", help="servers render every page when asked (as in the issue)"
     )
     parser.add_argument("--profile", default=None, metavar="FILE", help="run the crawl under cProfile")
+    parser.add_argument(
+        "--wrap",
+        default=None,
+        metavar="COMMAND",
+        help="run the crawl under COMMAND, e.g. 'py-spy record --threads --gil -f raw -o x.txt --'",
+    )
     parser.add_argument("--log", default=None, metavar="FILE", help="write the crawl's output there")
     parser.add_argument(
         "--spans", default=None, metavar="FILE", help="write each server's request spans there"
@@ -332,7 +345,7 @@ def main() -> None:
         store = Path(args.store_dir or workdir) / "bench.db"
         store.unlink(missing_ok=True)
 
-        run = crawl(base_urls, store, workdir, args.set, args.profile)
+        run = crawl(base_urls, store, workdir, args.set, args.profile, args.wrap)
         if args.log:
             Path(args.log).write_text(run.output)
         if run.returncode != 0:

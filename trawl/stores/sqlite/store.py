@@ -22,7 +22,6 @@ in a table of its own, made and merged from that declaration
 
 from __future__ import annotations
 
-import io
 import os
 import sqlite3
 import time
@@ -36,15 +35,14 @@ import polars as pl
 
 from trawl.errors import StoreError, TrawlUsageError
 from trawl.pipeline.context import RunContext
-from trawl.records.batches import URL_SCHEMA, Batch, UrlBatch
-from trawl.records.runs import FIRST_SEEN_SCHEMA, RUNS_SCHEMA, covering_domains, empty_runs
+from trawl.records.batches import Batch, UrlBatch
 from trawl.run import statkeys
 from trawl.settings_checks import Setting, one_of, read, whole
 from trawl.stores.contract import KEYED_KINDS, PartlyStored
 from trawl.stores.location import data_dir
-from trawl.stores.sqlite import merge
+from trawl.stores.sqlite import merge, reading
+from trawl.stores.sqlite.errors import describe, store_error
 from trawl.stores.sqlite.kinds import KindTable
-from trawl.stores.sqlite.merge import split_sets
 from trawl.stores.sqlite.schema import CLAIM_PAGES, SCHEMA, STAGING, stage_sql, upgrade, upsert_sql
 from trawl.stores.sqlite.writer import WriterThread
 
@@ -52,11 +50,6 @@ _SETS = ("sources", "statuses", "mimes")
 T = TypeVar("T")
 #: Rows of one frame read back (exports, ``-o`` of ``crawl all``): big frames, few statements.
 READ_FRAME_ROWS = 50_000
-#: The columns read back, as SQLite's JSON gives them (sets comma-joined; ``new`` 0 or 1).
-_READ_SCHEMA = {
-    **{name: pl.String if name in _SETS else URL_SCHEMA[name] for name in list(URL_SCHEMA)[:8]},
-    "new": pl.Int64,
-}
 
 
 def sqlite_path(uri: str) -> str:
@@ -75,16 +68,6 @@ def sqlite_path(uri: str) -> str:
     if path == ":memory:":
         return path
     return str(Path(os.path.expanduser(path)))
-
-
-def _json_list(values: list[str]) -> str:
-    """One parameter for ``IN (SELECT value FROM json_each(?))``: no host-parameter limit."""
-    return orjson.dumps(values).decode()
-
-
-def _suffix_pattern(domain: str) -> str:
-    """``LIKE`` pattern of the subdomains of ``domain`` (``ESCAPE '\\'``)."""
-    return "%." + domain.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 class SqliteStore:
@@ -179,7 +162,7 @@ class SqliteStore:
             upgrade(con)
             con.execute(STAGING)
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the SQLite store {self.path!r}: {exc}") from None
+            raise store_error(f"cannot open the SQLite store {self.path!r}", exc) from None
         self.connection = con
         target = self.context.target
         job = self.context.job_id or self.context.run_id
@@ -275,9 +258,14 @@ class SqliteStore:
         except PartlyStored:
             raise  # rolled back already
         except BaseException as exc:
-            self._failed = str(exc) or type(exc).__name__
+            self._failed = describe(exc) if isinstance(exc, sqlite3.Error) else str(exc) or type(exc).__name__
             if con.in_transaction:
-                con.execute("ROLLBACK")
+                try:
+                    con.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass  # SQLite rolled back already (a full disk can end the transaction itself)
+            if isinstance(exc, sqlite3.Error):
+                raise StoreError(self._failed) from None
             raise
         batch.frame = written
         return new, 0
@@ -341,75 +329,26 @@ class SqliteStore:
         self._last_batch_time = now
         return now
 
-    # --- reading -----------------------------------------------------------------------
+    # --- reading (exports, trawl report; :mod:`.reading`) ---------------------------------
 
     @classmethod
     def read_runs(
         cls, uri: str, run_ids: list[str], settings: Any = None, size: int = READ_FRAME_ROWS
     ) -> Iterator[UrlBatch]:
         """The URLs the given runs wrote or updated, in batches, as stored now."""
-        if not run_ids:
-            return
-        runs = "(SELECT run FROM runs WHERE run_id IN (SELECT value FROM json_each(?1)))"
-        yield from cls._read(uri, f"first_run IN {runs}", f"last_run IN {runs}", (_json_list(run_ids),), size)
+        return reading.read_runs(sqlite_path(uri), run_ids, size)
 
     @classmethod
     def read_domain(
         cls, uri: str, domain: str, settings: Any = None, size: int = READ_FRAME_ROWS
     ) -> Iterator[UrlBatch]:
         """Every URL of ``domain`` and its subdomains, as stored now, in URL order."""
-        yield from cls._read(
-            uri, "0", "host = ?1 OR host LIKE ?2 ESCAPE '\\'", (domain, _suffix_pattern(domain)), size
-        )
-
-    @staticmethod
-    def _read(uri: str, new: str, where: str, params: tuple[Any, ...], size: int) -> Iterator[UrlBatch]:
-        """The rows ``where`` selects, in URL order, ``size`` at a time, each frame one JSON text
-        that SQLite writes and polars reads: no Python object per row (a ``fetchmany`` of tuples
-        cost ~3 µs a row, the export of 300,000 URLs 5.7 s in issue 14)."""
-        path = sqlite_path(uri)
-        if path != ":memory:" and not Path(path).exists():
-            return
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        fields = ", ".join(f"'{name}', {name}" for name in _READ_SCHEMA)
-        after, limit = len(params) + 1, len(params) + 2
-        sql = (
-            f"SELECT json_group_array(json_object({fields})), max(url) FROM"
-            f" (SELECT {', '.join(list(_READ_SCHEMA)[:-1])}, {new} AS new FROM urls"
-            f" WHERE ({where}) AND url > ?{after} ORDER BY url LIMIT ?{limit})"
-        )
-        try:
-            last = ""
-            while True:
-                text, last = con.execute(sql, (*params, last, size)).fetchone()
-                if last is None:
-                    return
-                frame = split_sets(pl.read_json(io.BytesIO(text.encode()), schema=_READ_SCHEMA))
-                yield UrlBatch(
-                    "store", frame.with_columns(pl.col("new").cast(pl.Boolean), pl.lit(False).alias("repeat"))
-                )
-        finally:
-            con.close()
-
-    # --- reporting (trawl report new, the run summary) -------------------------------------
+        return reading.read_domain(sqlite_path(uri), domain, size)
 
     @classmethod
     def list_runs(cls, uri: str, domain: str, settings: Any = None) -> pl.DataFrame:
         """The runs of ``domain``, its parents and its subdomains (``job``: the run id before jobs)."""
-        con = cls._connect_read(uri)
-        if con is None:
-            return empty_runs()
-        try:
-            upgraded = "job" in {row[1] for row in con.execute("PRAGMA table_info(runs)")}
-            job = "coalesce(job, run_id)" if upgraded else "run_id"
-            rows = con.execute(
-                f"SELECT run_id, {job}, source, domain, started_at, finished_at, finish_reason FROM runs"
-                " WHERE domain IN (SELECT value FROM json_each(?)) OR domain LIKE ? ESCAPE '\\'",
-                (_json_list(covering_domains(domain)), _suffix_pattern(domain)),
-            ).fetchall()
-        finally:
-            con.close()
-        return pl.DataFrame(rows, schema=RUNS_SCHEMA, orient="row")
+        return reading.list_runs(sqlite_path(uri), domain)
 
     @classmethod
     def read_first_seen(
@@ -417,40 +356,7 @@ class SqliteStore:
         size: int = 5000,
     ) -> Iterator[pl.DataFrame]:  # fmt: skip
         """URLs of ``domain`` that one of ``run_ids`` stored first, in URL order (one join, in SQL)."""
-        if not run_ids or limit == 0:
-            return
-        con = cls._connect_read(uri)
-        if con is None:
-            return
-        sql = (
-            "SELECT u.url, u.host, u.sources, u.first_seen, u.last_seen, u.captures, u.statuses, u.mimes,"
-            " r.run_id FROM urls u JOIN runs r ON r.run = u.first_run"
-            " WHERE r.run_id IN (SELECT value FROM json_each(?))"
-            " AND (u.host = ? OR u.host LIKE ? ESCAPE '\\')"
-            " ORDER BY u.url"
-        )
-        params: tuple[Any, ...] = (_json_list(run_ids), domain, _suffix_pattern(domain))
-        if limit is not None:
-            sql += " LIMIT ?"
-            params += (limit,)
-        schema = {name: pl.String if name in _SETS else kind for name, kind in FIRST_SEEN_SCHEMA.items()}
-        try:
-            cursor = con.execute(sql, params)
-            while rows := cursor.fetchmany(size):
-                yield split_sets(pl.DataFrame(rows, schema=schema, orient="row"))
-        finally:
-            con.close()
-
-    @staticmethod
-    def _connect_read(uri: str) -> sqlite3.Connection | None:
-        """A read-only connection; ``None`` when the file does not exist (nothing stored yet)."""
-        path = sqlite_path(uri)
-        if path != ":memory:" and not Path(path).exists():
-            return None
-        try:
-            return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        except sqlite3.Error as exc:
-            raise StoreError(f"cannot open the SQLite store {path!r}: {exc}") from None
+        return reading.read_first_seen(sqlite_path(uri), run_ids, domain, limit, size)
 
     @classmethod
     def searcher(cls, uri: str, settings: Any = None):  # type: ignore[no-untyped-def]

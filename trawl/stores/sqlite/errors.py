@@ -1,0 +1,43 @@
+"""SQLite's failures said as an operator would look for them.
+
+SQLite's own words hide the cause an operator acts on: a full disk is
+``database or disk is full``, a file of garbage is ``file is not a
+database``, and a failure inside a transaction used to surface as the
+``cannot rollback - no transaction is active`` of the ROLLBACK that followed
+it (issue 15: 66 warnings, no word of the disk). So every ``sqlite3.Error``
+that leaves the store goes through :func:`store_error`: the cause first, by
+SQLite's primary result code (``sqlite_errorcode``, Python 3.11+), SQLite's
+own message after it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from trawl.errors import StoreError
+
+#: Primary result codes (https://www.sqlite.org/rescode.html) -> what to tell the operator.
+_CAUSES = {
+    13: "the disk is full",  # SQLITE_FULL
+    8: "the store is read-only (file or folder permissions, or a read-only mount)",  # SQLITE_READONLY
+    5: "the store is locked by another process beyond the busy timeout",  # SQLITE_BUSY
+    6: "a table is locked by another connection",  # SQLITE_LOCKED
+    26: "the file is not a SQLite database",  # SQLITE_NOTADB
+    11: "the store file is damaged (truncated or overwritten)",  # SQLITE_CORRUPT
+    10: "the disk could not be read or written",  # SQLITE_IOERR
+    14: "the store file cannot be opened",  # SQLITE_CANTOPEN
+    23: "access to the store file was denied",  # SQLITE_AUTH
+}
+
+
+def describe(exc: sqlite3.Error) -> str:
+    """``the disk is full (SQLite: database or disk is full)``; SQLite's words if the code is unknown."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    cause = _CAUSES.get(code & 0xFF) if isinstance(code, int) else None
+    message = str(exc) or type(exc).__name__
+    return f"{cause} (SQLite: {message})" if cause else message
+
+
+def store_error(what: str, exc: sqlite3.Error) -> StoreError:
+    """A ``StoreError`` naming ``what`` failed and why: ``cannot write to 'x.db': the disk is full (...)``."""
+    return StoreError(f"{what}: {describe(exc)}")
