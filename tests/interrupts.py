@@ -18,6 +18,7 @@ from pathlib import Path
 
 #: Ceiling for any wait on the process; a wait that reaches it is a failure, not a pause.
 DEADLINE = 60.0
+ROOT = Path(__file__).resolve().parents[1]
 
 
 class Trawl:
@@ -25,6 +26,8 @@ class Trawl:
 
     def __init__(self, cwd: Path, *args: str, env: dict[str, str] | None = None) -> None:
         full_env = dict(os.environ, **(env or {}))
+        # This checkout's code first, whoever started us (a test, the stress bench).
+        full_env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), full_env.get("PYTHONPATH")]))
         full_env.pop("SCRAPY_SETTINGS_MODULE", None)  # trawl sets its own
         full_env.pop("SCRAPY_PROJECT", None)
         self.lines: list[str] = []

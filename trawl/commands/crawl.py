@@ -34,6 +34,7 @@ from trawl.run.crawl_all import ALL, SourceRun, finish_forced, start_all, summar
 from trawl.run.logs import install_log_handler, write_usage_error
 from trawl.run.outcome import COMPLETE, FAILED
 from trawl.run.paths import check_export_paths, check_jobdir
+from trawl.run.startup import install_startup_handlers
 from trawl.run.summary import build_summary, overall_outcome, run_finished
 from trawl.sources.arguments import check_repeated, parse_bool
 from trawl.sources.target import parse_target
@@ -69,7 +70,7 @@ class Command(ScrapyCrawlCommand):
             write_usage_error(self.settings, str(exc))
             sys.exit(EXIT_USAGE)
         install_log_handler(self.settings)
-        stopping.install_startup_handlers()  # Ctrl-C before the crawl runs: one line
+        install_startup_handlers()  # Ctrl-C before the crawl runs: one line (python -m scrapy too)
         # scrapyd adds its job id as a spider argument; it is no source's.
         self.scrapyd_job = opts.spargs.pop(SCRAPYD_JOB_ARGUMENT, None)
 

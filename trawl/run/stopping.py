@@ -23,8 +23,7 @@ Scrapy's graceful stop (the engine closes with ``shutdown``, the run is
 recorded as such, the summary is written, the exit status is 1); a second one
 is Scrapy's forced stop, after which the command still writes the summary and
 exits 1, not 0. After the reactor has stopped (the notification wait) a signal
-ends that wait; before it has started (imports, checks) a signal is one line on
-stderr, not a 50-line ``KeyboardInterrupt`` traceback.
+ends that wait; before it has started, :mod:`trawl.run.startup` makes a signal one line.
 """
 
 from __future__ import annotations
@@ -130,19 +129,6 @@ async def interruptible(crawler: Crawler | None, wait: Deferred[Any]) -> bool:
 
 
 # --- the process's signals ---------------------------------------------------------------------
-
-
-def _startup_handler(signum: int, _frame: Any) -> None:
-    name = signal.Signals(signum).name
-    sys.stderr.write(f"trawl: interrupted ({name}) while starting; nothing was crawled\n")
-    sys.stderr.flush()
-    os._exit(128 + signum)
-
-
-def install_startup_handlers() -> None:
-    """Until the reactor runs: a signal is one line and exit ``128 + signal``, not a traceback."""
-    for signum in _SIGNALS:
-        signal.signal(signum, _startup_handler)
 
 
 def install(process: CrawlerProcessBase) -> None:
