@@ -26,14 +26,21 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
-import scrapy
-import scrapy.cmdline as cmdline
-from scrapy.cmdline import execute
-from scrapy.settings import BaseSettings
+from trawl.run.startup import install_startup_handlers
 
-import trawl
+if __name__ == "__main__" or Path(sys.argv[0]).name == "trawl":
+    # Before Scrapy is imported (a second or more): Ctrl-C from here on is one line.
+    install_startup_handlers()
+
+import scrapy  # noqa: E402
+import scrapy.cmdline as cmdline  # noqa: E402
+from scrapy.cmdline import execute  # noqa: E402
+from scrapy.settings import BaseSettings  # noqa: E402
+
+import trawl  # noqa: E402
 
 SETTINGS_MODULE = "trawl.settings"
 #: Scrapy commands not listed by ``trawl -h``: they make or check a Scrapy project's own

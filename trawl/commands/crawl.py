@@ -28,13 +28,14 @@ from trawl.exports.from_store import export_from_store
 from trawl.exports.written import say_what_was_written
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.proxies import read_proxy_list
-from trawl.run import statkeys
+from trawl.run import statkeys, stopping
 from trawl.run.attribution import unattributed_errors
-from trawl.run.crawl_all import ALL, SourceRun, start_all, summary_table, use_trawl_jobdir
+from trawl.run.crawl_all import ALL, SourceRun, finish_forced, start_all, summary_table, use_trawl_jobdir
 from trawl.run.files import FILES_SETTINGS, apply_umask
 from trawl.run.logs import install_log_handler, write_usage_error
 from trawl.run.outcome import COMPLETE, FAILED
 from trawl.run.paths import check_export_paths, check_jobdir
+from trawl.run.startup import install_startup_handlers
 from trawl.run.summary import build_summary, overall_outcome, run_finished
 from trawl.sources.arguments import check_repeated, parse_bool
 from trawl.sources.target import parse_target
@@ -71,6 +72,7 @@ class Command(ScrapyCrawlCommand):
             sys.exit(EXIT_USAGE)
         apply_umask(self.settings)  # before the first file: LOG_FILE, opened just below
         install_log_handler(self.settings)
+        install_startup_handlers()  # Ctrl-C before the crawl runs: one line (python -m scrapy too)
         # scrapyd adds its job id as a spider argument; it is no source's.
         self.scrapyd_job = opts.spargs.pop(SCRAPYD_JOB_ARGUMENT, None)
 
@@ -118,7 +120,7 @@ class Command(ScrapyCrawlCommand):
         crawler.signals.connect(run.mark_finished, signal=signals.spider_closed)
         started = time.time()
         self.crawler_process.crawl(crawler, **opts.spargs)
-        self.crawler_process.start()
+        self._start([run])
         try:
             outcome = crawler.stats.get_value(statkeys.OUTCOME) if crawler.stats else None
         except RuntimeError:  # Scrapy 2.19: no stats when the spider could not be built
@@ -150,7 +152,7 @@ class Command(ScrapyCrawlCommand):
             return
         self._log_store(plugins)
         started = time.time()
-        self.crawler_process.start()
+        self._start(runs)
         check_only = parse_bool("check_only", opts.spargs.get("check_only", False))
         spargs = opts.spargs
         target = parse_target(spargs.get("domain"), parse_bool("subs", spargs.get("subs", True)))
@@ -177,6 +179,22 @@ class Command(ScrapyCrawlCommand):
             outcome = overall_outcome([run.outcome for run in runs], all_ok and not self.exitcode)
             self._run_finished(runs, job_id, spargs, outcome, plugins, started)
             say_what_was_written(feeds, self.settings, plugins, run_ids)
+
+    def _start(self, runs: list[SourceRun]) -> None:
+        """Run the reactor until every crawl has ended (or a second signal forced it to stop).
+
+        A signal during the crawl makes the run partial (exit 1) however it ended;
+        once the reactor has stopped, a signal ends the notification wait
+        (:mod:`trawl.run.stopping`).
+        """
+        assert self.crawler_process is not None
+        stopping.install(self.crawler_process)
+        self.crawler_process.start()
+        stopping.install_after_reactor()
+        if stopping.forced():
+            finish_forced(runs)
+        if stopping.SIGNALS.count:
+            self.exitcode = EXIT_INCOMPLETE
 
     def _run_finished(
         self,

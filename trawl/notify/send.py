@@ -41,8 +41,11 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 import orjson
 
 from trawl.notify.receivers import Receiver
+from trawl.run.stopping import SIGNALS
 
 logger = logging.getLogger("trawl.notify")
+#: Seconds between two looks at the signal flag while receivers are waited for.
+_STEP = 0.1
 
 
 @dataclass
@@ -114,6 +117,11 @@ def _send(post: Post, timeout: float, user_agent: str) -> None:
 def post_all(bodies: list[tuple[Receiver, dict]], timeout: float, user_agent: str) -> list[Post]:
     """Post every body to its receiver at once; wait until all are done or ``timeout`` has passed."""
     posts = [Post(receiver, orjson.dumps(body)) for receiver, body in bodies]
+    if SIGNALS.interrupted.is_set():  # a second signal stopped the crawl: exit now, send nothing
+        for post in posts:
+            label = post.receiver.label
+            logger.warning("notify: %s not notified: the crawl was stopped by a second signal", label)
+        return posts
     threads = [
         threading.Thread(target=_send, args=(post, timeout, user_agent), name="trawl-notify", daemon=True)
         for post in posts
@@ -122,10 +130,14 @@ def post_all(bodies: list[tuple[Receiver, dict]], timeout: float, user_agent: st
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(max(deadline - time.monotonic(), 0))
+        # In short steps: a SIGINT or SIGTERM (trawl.run.stopping) ends the wait at once.
+        while thread.is_alive() and not SIGNALS.interrupted.is_set() and time.monotonic() < deadline:
+            thread.join(min(_STEP, max(deadline - time.monotonic(), 0)))
     for post in posts:
         label = post.receiver.label
-        if not post.done or post.timed_out:
+        if not post.done and SIGNALS.interrupted.is_set():
+            logger.warning("notify: %s: interrupted by a signal; not waiting for it", label)
+        elif not post.done or post.timed_out:
             logger.warning("notify: %s did not answer within %g s; not waiting for it", label, timeout)
         elif post.error is not None:
             logger.warning("notify: %s: %s", label, post.error)

@@ -40,8 +40,9 @@ from trawl.pipeline.context import RunContext
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.records.batches import Batch, Mask
 from trawl.run import statkeys
-from trawl.run.jobdir import JOB_ID, RESUMABLE, mark_finished, run_id_for
+from trawl.run.jobdir import JOB_ID, RESUMABLE, record_end, run_id_for
 from trawl.run.outcome import COMPLETE, run_outcome
+from trawl.run.stopping import close_reason, watch
 from trawl.stores.contract import AsyncWritingStore, PartlyStored, ResumableStore, WritingStore, keeps
 from trawl.stores.registry import create_store
 
@@ -74,6 +75,7 @@ class PluginPipeline:
 
     def open_spider(self, spider: Spider | None = None) -> None:
         spider = spider or self.crawler.spider
+        watch(self.crawler)  # the engine's close reason, known before this pipeline closes
         settings = self.crawler.settings
         run_id = settings.get("TRAWL_RUN_ID") or uuid.uuid4().hex
         self.jobdir = settings.get(RESUMABLE) or None
@@ -118,9 +120,11 @@ class PluginPipeline:
         context = self.context
         if context is None:
             return
-        reason = self.crawler.stats.get_value("finish_reason") or "finished"
-        if self.jobdir and run_outcome(self.crawler.stats.get_stats(), reason) == COMPLETE:
-            mark_finished(self.jobdir, context.source, context.run_id)
+        # Scrapy's finish_reason is set only after the pipelines close: every run read "finished".
+        reason = close_reason(self.crawler) or "finished"
+        if self.jobdir:
+            finished = run_outcome(self.crawler.stats.get_stats(), reason) == COMPLETE
+            record_end(self.jobdir, context.source, context.run_id, reason, finished)
         try:
             if self.store is not None:
                 self.store.close(reason)

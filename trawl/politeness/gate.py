@@ -61,6 +61,8 @@ class SourceLimiter:
     _last_send: float = 0.0
     _waiters: deque[defer.Deferred] = field(default_factory=deque)
     _timer: object | None = None
+    #: Set while the source's crawler is stopping: what every waiting request fails with.
+    _abandon: Callable[[], Exception] | None = None
 
     def __post_init__(self) -> None:
         self.base_requests = self.requests
@@ -91,6 +93,23 @@ class SourceLimiter:
         self._wake()
         return True
 
+    def abandon(self, error: Callable[[], Exception]) -> int:
+        """Fail every waiting request with ``error()``, and every one asked for until :meth:`reopen`.
+
+        Its crawler is stopping: a request held by a pause (``Retry-After: 900``)
+        or a backoff would otherwise keep the crawl open until the wait ran out.
+        Returns how many waited.
+        """
+        self._abandon = error
+        waiters, self._waiters = self._waiters, deque()
+        for waiter in waiters:
+            waiter.errback(error())
+        return len(waiters)
+
+    def reopen(self) -> None:
+        """A new crawl of the source (same process): requests may wait again."""
+        self._abandon = None
+
     def release(self) -> None:
         if self._in_flight > 0:
             self._in_flight -= 1
@@ -100,6 +119,8 @@ class SourceLimiter:
 
     def acquire(self, not_before: float = 0.0) -> defer.Deferred:
         """A Deferred that fires when one request of this source may be sent."""
+        if self._abandon is not None:
+            return defer.fail(self._abandon())
         waiter: defer.Deferred = defer.Deferred()
         waiter.not_before = not_before  # type: ignore[attr-defined]
         self._waiters.append(waiter)

@@ -1,4 +1,4 @@
-"""Scrapy's HTTP/1.1 download handler, without Twisted's silent second try.
+"""Scrapy's HTTP/1.1 download handler, without Twisted's silent second try, and stoppable.
 
 Twisted's connection pool re-sends a request once, on a new connection, when
 a kept-alive connection fails before any answer. That second request never
@@ -9,20 +9,32 @@ through the gate, with its backoff.
 
 The handler also notes every request on the wire (trawl.politeness.inflight), the one
 place that knows when a request really went out, for the progress line.
+
+When the crawl is stopping (trawl.run.stopping), requests on the wire get
+:data:`STOP_GRACE` seconds to be answered, then are given up (``Abandoned``:
+no error; a resumed run fetches their pages): a server that accepts and never
+answers kept a stopped crawl open for the whole ``DOWNLOAD_TIMEOUT``.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+from scrapy.utils.asyncio import is_asyncio_available
 
 from trawl.politeness.inflight import in_flight
+from trawl.run import statkeys
+from trawl.run.stopping import Abandoned, stopping
 
 if TYPE_CHECKING:
     from scrapy import Request
     from scrapy.crawler import Crawler
     from scrapy.http import Response
+
+#: Seconds requests on the wire may still take once the crawl is stopping.
+STOP_GRACE = 3.0
 
 
 class GatedHTTPDownloadHandler(HTTP11DownloadHandler):
@@ -30,10 +42,38 @@ class GatedHTTPDownloadHandler(HTTP11DownloadHandler):
         super().__init__(crawler)
         self._pool.retryAutomatically = False
         self._in_flight = in_flight(crawler)
+        self._downloads: set[asyncio.Task[Response]] = set()
+        self._given_up = False
+        crawler.signals.connect(self._stopping, signal=stopping)
 
     async def download_request(self, request: Request) -> Response:
+        if self._given_up:
+            raise Abandoned("not sent, the crawl is stopping")
         token = self._in_flight.start(request.url)
         try:
-            return await super().download_request(request)
+            if not is_asyncio_available():
+                return await super().download_request(request)
+            download = asyncio.ensure_future(super().download_request(request))
+            self._downloads.add(download)
+            try:
+                return await download
+            except asyncio.CancelledError:
+                if not (self._given_up and download.cancelled()):
+                    raise  # cancelled by someone else than the stop
+                raise Abandoned("no answer before the crawl stopped") from None
+            finally:
+                self._downloads.discard(download)
         finally:
             self._in_flight.end(token)
+
+    def _stopping(self, reason: str) -> None:
+        from twisted.internet import reactor
+
+        reactor.callLater(STOP_GRACE, self._give_up)  # type: ignore[attr-defined]
+
+    def _give_up(self) -> None:
+        self._given_up = True
+        if self._downloads:
+            self._crawler.stats.inc_value(statkeys.ABANDONED, len(self._downloads))
+        for download in list(self._downloads):
+            download.cancel()

@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from scrapy.exceptions import NotConfigured
-from scrapy.utils.defer import maybe_deferred_to_future
 
 from trawl.errors import TrawlUsageError
 from trawl.politeness.bans import block_reason
 from trawl.politeness.gate import sleep
 from trawl.run import statkeys
 from trawl.run.secrets import register_secret
+from trawl.run.stopping import Abandoned, interruptible
 from trawl.sources.arguments import split_list
 
 if TYPE_CHECKING:
@@ -142,7 +142,9 @@ class ProxyRotationMiddleware:
                     len(self.proxies),
                     time.strftime("%H:%M:%S", time.localtime(wake)),
                 )
-            await maybe_deferred_to_future(sleep(wake - now))
+            if not await interruptible(self.crawler, sleep(wake - now)):
+                self.crawler.stats.inc_value(statkeys.ABANDONED)
+                raise Abandoned("not sent, the crawl is stopping while every proxy rests")
         request.meta["proxy"] = proxy.url
         request.meta[PROXY_KEY] = proxy.label
         self.crawler.stats.inc_value(statkeys.proxy_requests(proxy.label))
@@ -165,7 +167,7 @@ class ProxyRotationMiddleware:
 
     def process_exception(self, request: Request, exception: Exception, spider: Spider | None = None) -> Any:
         proxy = self._proxy_of(request)
-        if proxy is None:
+        if proxy is None or isinstance(exception, Abandoned):  # the crawl is stopping: not the proxy's fault
             return None
         return self._ban_and_retry(request, proxy, type(exception).__name__)
 

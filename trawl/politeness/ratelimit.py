@@ -28,6 +28,7 @@ from trawl.politeness.rates import format_duration
 from trawl.politeness.retryhints import resume_time
 from trawl.politeness.retryrule import NOT_BEFORE
 from trawl.run import statkeys
+from trawl.run.stopping import Abandoned, stopping
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -92,6 +93,7 @@ class RateLimitMiddleware:
         self.max_pause = crawler.settings.getfloat("RETRY_MAX_PAUSE")
         self.ban_pause = crawler.settings.getfloat("RETRY_BAN_PAUSE")
         crawler.signals.connect(self.spider_opened, signal=signals.spider_opened)
+        crawler.signals.connect(self.stopping, signal=stopping)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RateLimitMiddleware:
@@ -101,6 +103,7 @@ class RateLimitMiddleware:
 
     def spider_opened(self, spider: Spider) -> None:
         self.limiter = source_limiter(self.crawler, spider)
+        self.limiter.reopen()
         self.backpressure = Backpressure(self.limiter, self.ban_pause, self.max_pause)
         self.limiter.backpressure = self.backpressure  # type: ignore[attr-defined]
         if self.limiter.requests is not None:
@@ -111,6 +114,17 @@ class RateLimitMiddleware:
                 self.limiter.period,
                 self.limiter.concurrency,
             )
+
+    def stopping(self, reason: str) -> None:
+        """The crawler is closing: requests held by a pause or a backoff are given up, not waited for."""
+        if self.limiter is None:
+            return
+        source = self.limiter.source
+        given_up = self.limiter.abandon(
+            lambda: Abandoned(f"{source}: not sent, the crawl is stopping ({reason})")
+        )
+        if given_up:
+            self.crawler.stats.inc_value(statkeys.ABANDONED, given_up)
 
     async def process_request(self, request: Request, spider: Spider | None = None) -> None:
         limiter = self.limiter

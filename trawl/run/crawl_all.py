@@ -26,8 +26,8 @@ from trawl.politeness.rates import format_duration, parse_rate
 from trawl.run import statkeys
 from trawl.run.failcause import estimate_unknown
 from trawl.run.jobdir import JOB_ID, RESUMABLE
-from trawl.run.outcome import COMPLETE, SKIPPED_NO_KEY, error_count
-from trawl.run.progress import ELAPSED
+from trawl.run.outcome import COMPLETE, PARTIAL, SKIPPED_NO_KEY, error_count
+from trawl.run.progress import ELAPSED, Progress
 from trawl.sources.arguments import split_list
 from trawl.sources.base import COMMON_ARGUMENTS, FILTER_ARGUMENTS
 
@@ -186,6 +186,36 @@ def summary_table(runs: list[SourceRun], settings: Settings, check_only: bool) -
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(line.rstrip() for line in lines)
+
+
+def finish_forced(runs: list[SourceRun]) -> None:
+    """After a second signal stopped the reactor: the runs whose spider never closed end ``partial``.
+
+    Their engines never reached ``spider_closed``: no finish line, no outcome, and
+    a double Ctrl-C while a source was paused exited 0 with no summary (issue 15).
+    Their store records stay open as after a ``kill -9``, and ``JOBDIR`` resumes them.
+    """
+    for run in runs:
+        crawler = run.crawler
+        try:
+            stats = crawler.stats
+        except RuntimeError:  # Scrapy 2.19: no stats when the spider could not be built
+            continue
+        if stats is None or stats.get_value(statkeys.OUTCOME) is not None:
+            continue
+        if stats.get_value(statkeys.CLOSE_REASON) is None:
+            stats.set_value(statkeys.CLOSE_REASON, "shutdown")
+        progress = next((e for e in _extensions(crawler) if isinstance(e, Progress)), None)
+        if progress is not None and crawler.spider is not None:
+            progress.spider_closed(crawler.spider, "shutdown (forced)")  # the finish line and the outcome
+        if stats.get_value(statkeys.OUTCOME) in (None, COMPLETE):
+            stats.set_value(statkeys.OUTCOME, PARTIAL)
+        run.mark_finished()
+
+
+def _extensions(crawler: Crawler) -> list[Any]:
+    manager = getattr(crawler, "extensions", None)
+    return list(getattr(manager, "middlewares", ()))
 
 
 def use_trawl_jobdir(settings: Settings) -> None:

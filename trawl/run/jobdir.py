@@ -41,5 +41,10 @@ def run_id_for(jobdir: str, source: str) -> tuple[str, bool]:
     return run_id, False
 
 
-def mark_finished(jobdir: str, source: str, run_id: str) -> None:
-    _state_file(jobdir, source).write_text(json.dumps({"run_id": run_id, "finished": True}))
+def record_end(jobdir: str, source: str, run_id: str, reason: str, finished: bool) -> None:
+    """How the run ended (``shutdown``, ``store_error``...); only a complete run is ``finished``.
+
+    An unfinished run is taken up again by the next crawl with this ``JOBDIR``.
+    """
+    state = {"run_id": run_id, "finished": finished, "reason": reason}
+    _state_file(jobdir, source).write_text(json.dumps(state))

@@ -27,6 +27,8 @@ UNDECODABLE_LINES = "trawl/undecodable_lines"  #: upstream lines not UTF-8, read
 # --- the run -----------------------------------------------------------------------------
 RUN_ID = "trawl/run_id"
 OUTCOME = "trawl/outcome"  #: one word, trawl.run.outcome
+CLOSE_REASON = "trawl/close_reason"  #: why the engine closed the spider, known before the pipelines close
+ABANDONED = "trawl/abandoned"  #: requests given up unsent because the crawl was stopping
 SKIPPED = "trawl/skipped"  #: why the source did not run (no key...)
 ELAPSED_SECONDS = "trawl/elapsed_seconds"  #: the one duration of a source's run
 LOG_ERRORS = "trawl/log_errors"  #: ERROR lines this crawler logged (trawl.run.attribution)

@@ -25,7 +25,6 @@ from urllib.parse import urlsplit
 import orjson
 import scrapy
 from scrapy.http import Response
-from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.python.failure import Failure
 
 from trawl.errors import TrawlError, TrawlUsageError
@@ -36,6 +35,7 @@ from trawl.politeness.retryrule import backoff_retry, retry_budget
 from trawl.run import statkeys
 from trawl.run.counts import counted
 from trawl.run.secrets import redact
+from trawl.run.stopping import Abandoned, interruptible
 from trawl.settings_checks import Setting, apply_defaults, http_url, read, text
 from trawl.sources.arguments import parse_bool, parse_int
 from trawl.sources.keys import KeyRing, read_keys
@@ -288,12 +288,14 @@ class Source(scrapy.Spider):
         self.page_requests += 1
         return True
 
-    @staticmethod
-    async def wait(seconds: float) -> None:
+    async def wait(self, seconds: float) -> bool:
         """Wait without blocking the reactor (from an async callback): other
-        requests and the progress line go on meanwhile."""
-        if seconds > 0:
-            await maybe_deferred_to_future(sleep(seconds))
+        requests and the progress line go on meanwhile. The wait ends early when
+        the crawl is stopping (a signal, a store error: trawl.run.stopping);
+        False then, and the caller gives up what it waited for."""
+        if seconds <= 0:
+            return True
+        return await interruptible(getattr(self, "crawler", None), sleep(seconds))
 
     # --- check only --------------------------------------------------------------------
 
@@ -355,6 +357,8 @@ class Source(scrapy.Spider):
 
     def on_request_error(self, failure: Failure) -> None:
         """Errback: the upstream could not be reached (after Scrapy's retries)."""
+        if failure.check(Abandoned):
+            return  # not sent because the crawl is stopping: no error; a resumed run fetches it
         request = failure.request  # type: ignore[attr-defined]
         response = getattr(failure.value, "response", None)
         if response is not None:

@@ -80,7 +80,8 @@ class KeyRotation(_Base):
                 raise WaitTooLong
             self.logger.warning("%s: %s rate limited; waiting %.1f s for the reset", self.name, who, wait)
             self.crawler.stats.inc_value(statkeys.RATE_LIMIT_WAITS)
-            await self.wait(wait)
+            if not await self.wait(wait):
+                raise WaitTooLong  # the crawl is stopping: no key will be waited for
 
     async def _rate_limited(self, response: Response) -> scrapy.Request | None:
         """Rest the key (or the keyless quota) until its reset; send again with the next one."""

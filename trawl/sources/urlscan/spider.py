@@ -18,6 +18,7 @@ from twisted.python.failure import Failure
 from trawl.politeness.ratelimit import OWN_RATE_LIMITS
 from trawl.politeness.retryrule import backoff_retry
 from trawl.run import statkeys
+from trawl.run.stopping import Abandoned
 from trawl.settings_checks import Setting, seconds, whole
 from trawl.sources.base import SourceSpider
 from trawl.sources.urlscan.paging import MAX_PAGE_SIZE, Paging
@@ -201,6 +202,8 @@ class UrlscanSpider(Paging, KeyRotation, Results, SourceSpider):
 
     def on_search_error(self, failure: Failure) -> Iterator[scrapy.Request]:
         """Unreachable upstream: retried like Scrapy would (``dont_retry`` also stops it)."""
+        if failure.check(Abandoned):
+            return  # not sent, the crawl is stopping: nothing to retry
         request: scrapy.Request = failure.request  # type: ignore[attr-defined]
         retry = self._retry(request, failure.type.__name__ if failure.type else "error")
         if retry is not None:
