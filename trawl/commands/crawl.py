@@ -166,6 +166,9 @@ class Command(ScrapyCrawlCommand):
         except (TrawlError, OSError) as exc:
             sys.stderr.write(f"trawl: error: cannot write the exports: {exc}\n")
             self.exitcode = EXIT_INCOMPLETE
+        except Exception as exc:  # noqa: BLE001 - a third-party store's own error: still one line
+            sys.stderr.write(f"trawl: error: cannot write the exports: {type(exc).__name__}: {exc}\n")
+            self.exitcode = EXIT_INCOMPLETE
         print(summary_table(runs, self.settings, check_only))
         stray = unattributed_errors()
         if stray:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 import uuid
 from functools import reduce
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import polars as pl
 from scrapy.exceptions import DropItem
@@ -56,6 +56,9 @@ if TYPE_CHECKING:
 
 class PluginPipeline:
     """Drives a pluggy PluginManager (project ``trawl``) over batch items, then the store."""
+
+    #: Store failures logged in this process: the same one from another source is not an ERROR again.
+    _failures_said: ClassVar[set[str]] = set()
 
     def __init__(self, crawler: Crawler, plugins: pluggy.PluginManager) -> None:
         self.crawler = crawler
@@ -128,6 +131,9 @@ class PluginPipeline:
         try:
             if self.store is not None:
                 self.store.close(reason)
+        except Exception as exc:  # noqa: BLE001 - a full disk fails the run's last UPDATE too
+            if not self.store_failed:
+                self._fail_store("cannot record the end of the run", exc)
         finally:
             self.store = context.store = None
             self.plugins.hook.trawl_close(context=context, reason=reason)
@@ -152,7 +158,7 @@ class PluginPipeline:
         deduped: Batch | None = hook.trawl_dedup_batch(batch=item, context=context)
         batch = item if deduped is None else deduped
         if self.store_failed:
-            raise DropItem("the store failed earlier in this run")
+            raise DropItem("the store failed earlier in this run", log_level="DEBUG")
         try:
             new = await self._store(batch)
         except PartlyStored:
@@ -160,7 +166,7 @@ class PluginPipeline:
         except Exception as exc:  # noqa: BLE001
             if not self.store_failed:  # a batch queued behind the failed one: the crawl is stopping already
                 self._fail_store(f"cannot write {len(batch)} records of {item.source} {item.page}", exc)
-            raise DropItem("not stored") from None
+            raise DropItem("not stored", log_level="DEBUG") from None
         hook.trawl_batch_stored(batch=batch, new=new, context=context)
         return batch
 
@@ -182,10 +188,16 @@ class PluginPipeline:
         stats = self.crawler.stats
         stats.inc_value(statkeys.ERRORS)
         stats.inc_value(statkeys.ERRORS_STORE)
-        logger.error(
+        cause = str(exc) or type(exc).__name__
+        said = cause in PluginPipeline._failures_said
+        PluginPipeline._failures_said.add(cause)
+        # ``crawl all`` writes one store from every source: one ERROR line for one cause (a full
+        # disk, a file that is not a database), not one a source (issue 15: 7 lines).
+        logger.log(
+            logging.INFO if said else logging.ERROR,
             "store: %s: %s; stopping the crawl (rerun to complete it)",
             what,
-            exc,
+            "the same failure as above" if said else cause,
             extra={"spider": self.crawler.spider},  # this source's error, not its neighbours'
         )
         engine = self.crawler.engine
