@@ -32,6 +32,9 @@ STORE_URI = default_store_uri()
 # stored as one batch (trawl/pipeline/coalesce.py); 0 stores every page on its own.
 BATCH_COALESCE_ROWS = 5000
 BATCH_COALESCE_SECONDS = 0.2
+# Rows handed to a store that writes off the reactor and not written yet, at most, before downloads pause
+# (trawl.pipeline.backlog; 0: no bound).
+STORE_BACKLOG_ROWS = 50_000
 
 # --- Files -------------------------------------------------------------------------------
 # The umask of the run: every file trawl creates (store, LOG_FILE, exports, JOBDIR, reports)

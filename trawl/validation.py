@@ -138,6 +138,7 @@ SETTINGS: dict[str, Check] = {
     # storage
     "STORE_URI": store_uri,
     "BATCH_COALESCE_ROWS": whole(0),
+    "STORE_BACKLOG_ROWS": whole(0),
     # A page held a minute is 300 times the default; longer, and the store and progress lag behind.
     "BATCH_COALESCE_SECONDS": seconds(0.0, above=True, maximum=60),
     # plugins

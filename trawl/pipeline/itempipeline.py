@@ -35,6 +35,7 @@ from scrapy.exceptions import DropItem
 from scrapy.utils.defer import deferred_from_coro
 
 from trawl.errors import TrawlUsageError
+from trawl.pipeline.backlog import StoreBacklog
 from trawl.pipeline.coalesce import Coalescer
 from trawl.pipeline.context import RunContext
 from trawl.pipeline.manager import plugin_manager_from_settings
@@ -70,6 +71,7 @@ class PluginPipeline:
         settings = crawler.settings
         rows, wait = settings.getint("BATCH_COALESCE_ROWS"), settings.getfloat("BATCH_COALESCE_SECONDS")
         self.coalescer = Coalescer(rows, wait, self._run) if rows else None
+        self.backlog_rows = settings.getint("STORE_BACKLOG_ROWS")
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> PluginPipeline:
@@ -120,6 +122,7 @@ class PluginPipeline:
             context.done_pages = store.done_pages(context.source)  # type: ignore[attr-defined]
 
     def close_spider(self, spider: Spider | None = None) -> None:
+        StoreBacklog.release(self.crawler.engine)
         context = self.context
         if context is None:
             return
@@ -175,8 +178,13 @@ class PluginPipeline:
         if store is None or not keeps(store, batch):
             return 0
         if isinstance(store, AsyncWritingStore):
-            # The reactor goes on with other pages while a cluster answers.
-            return await store.write_batch_async(batch)
+            # The reactor goes on with other pages meanwhile, within the backlog's bound.
+            rows = len(batch)
+            StoreBacklog.add(rows, self.crawler.engine, self.backlog_rows)
+            try:
+                return await store.write_batch_async(batch)
+            finally:
+                StoreBacklog.done(rows, self.backlog_rows)
         return store.write_batch(batch)
 
     def _fail_store(self, what: str, exc: Exception) -> None:

@@ -142,27 +142,17 @@ class SqliteStore:
         self._writer = WriterThread.acquire(self._writer_key)
         try:
             self._writer.call(self._open)
-        except BaseException:
+        except BaseException as exc:
             WriterThread.release(self._writer_key)
             self._writer = None
+            if isinstance(exc, sqlite3.Error):  # registering the run (a full disk, a read-only file)
+                raise store_error(f"cannot open the SQLite store {self.path!r}", exc) from None
             raise
 
     def _open(self) -> None:
-        """On the writer thread: connect, create what is missing, register the run."""
-        try:
-            con = sqlite3.connect(self.path, isolation_level=None, timeout=60)
-            con.execute("PRAGMA journal_mode=WAL")
-            con.execute(f"PRAGMA synchronous={self.synchronous}")
-            # Inserts land all over the URL index: a bigger page cache keeps its
-            # inner pages in memory instead of re-reading them for every batch.
-            con.execute(f"PRAGMA cache_size=-{int(self.cache_mb) * 1024}")
-            # The staging table lives in memory: a batch never touches the disk twice.
-            con.execute("PRAGMA temp_store=MEMORY")
-            con.executescript(SCHEMA)
-            upgrade(con)
-            con.execute(STAGING)
-        except sqlite3.Error as exc:
-            raise store_error(f"cannot open the SQLite store {self.path!r}", exc) from None
+        """On the writer thread: the file's connection (:mod:`.writer`), then register the run."""
+        assert self._writer is not None
+        con = self._writer.connection(self._connect)
         self.connection = con
         target = self.context.target
         job = self.context.job_id or self.context.run_id
@@ -184,6 +174,27 @@ class SqliteStore:
         self._upsert = upsert_sql(self.context.source, self.run)
         self._stage = stage_sql(self.context.source)
 
+    def _connect(self) -> sqlite3.Connection:
+        """The file's connection, made once a process (:meth:`WriterThread.connection`), on its thread."""
+        con = None
+        try:
+            con = sqlite3.connect(self.path, isolation_level=None, timeout=60)
+            con.execute("PRAGMA journal_mode=WAL")
+            con.execute(f"PRAGMA synchronous={self.synchronous}")
+            # Inserts land all over the URL index: a bigger page cache keeps its
+            # inner pages in memory instead of re-reading them for every batch.
+            con.execute(f"PRAGMA cache_size=-{int(self.cache_mb) * 1024}")
+            # The staging table lives in memory: a batch never touches the disk twice.
+            con.execute("PRAGMA temp_store=MEMORY")
+            con.executescript(SCHEMA)
+            upgrade(con)
+            con.execute(STAGING)
+        except sqlite3.Error as exc:
+            if con is not None:
+                con.close()
+            raise store_error(f"cannot open the SQLite store {self.path!r}", exc) from None
+        return con
+
     def close(self, reason: str) -> None:
         """Record the run's end on the writer thread, after the last queued batch; end the thread."""
         writer = self._writer
@@ -200,14 +211,14 @@ class SqliteStore:
         con = self.connection
         if con is None:
             return
+        self.connection = None  # the writer thread closes the file's connection after its last store
         try:
             con.execute(
                 "UPDATE runs SET finished_at = ?, finish_reason = ?, stats = ? WHERE run_id = ?",
                 (time.time(), reason, stats, self.context.run_id),
             )
-        finally:
-            con.close()
-            self.connection = None
+        except sqlite3.Error as exc:
+            raise store_error("cannot record the end of the run", exc) from None
 
     def on_writer(self, function: Callable[[], T]) -> T:
         """``function()`` on the writer thread, where the connection may be used (checks, maintenance)."""
