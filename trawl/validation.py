@@ -165,6 +165,10 @@ SETTINGS: dict[str, Check] = {
     "CONCURRENT_REQUESTS_PER_DOMAIN": whole(1),
     "DOWNLOAD_TIMEOUT": seconds(0, above=True),
     "SOURCE_DOWNLOAD_TIMEOUT": seconds_by_source(0, above=True),
+    "DOWNLOAD_MAXSIZE": whole(0),
+    "DOWNLOAD_WARNSIZE": whole(0),
+    "SOURCE_DOWNLOAD_MAXSIZE": counts_by_source(0),
+    "SOURCE_DOWNLOAD_WARNSIZE": counts_by_source(0),
     # the run summary (and so notifications)
     "NOTIFY_MAX_URLS": whole(0),
     # trawl schedule (recurring schedules in scrapyd)

@@ -8,7 +8,10 @@ the failure surfaces, and trawl's retry middleware sends the request again
 through the gate, with its backoff.
 
 The handler also notes every request on the wire (trawl.politeness.inflight), the one
-place that knows when a request really went out, for the progress line.
+place that knows when a request really went out, for the progress line; and it
+says why a download failed where Scrapy says only "cancelled" or "took longer"
+(trawl.politeness.bounds): the answer was over the source's size limit, or it
+had begun and was still arriving at the timeout.
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+from scrapy.exceptions import DownloadCancelledError, DownloadTimeoutError
 
+from trawl.politeness.bounds import BodyWatch
 from trawl.politeness.inflight import in_flight
 
 if TYPE_CHECKING:
@@ -30,10 +35,17 @@ class GatedHTTPDownloadHandler(HTTP11DownloadHandler):
         super().__init__(crawler)
         self._pool.retryAutomatically = False
         self._in_flight = in_flight(crawler)
+        self._bodies = BodyWatch(crawler)
 
     async def download_request(self, request: Request) -> Response:
         token = self._in_flight.start(request.url)
+        watch = self._bodies.start(request)
         try:
             return await super().download_request(request)
+        except DownloadCancelledError as error:
+            raise (self._bodies.too_large(request, watch) or error) from None
+        except DownloadTimeoutError as error:
+            raise self._bodies.timed_out(error, request, watch) from None
         finally:
+            self._bodies.end(request)
             self._in_flight.end(token)
