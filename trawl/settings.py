@@ -140,6 +140,10 @@ RETRY_TIMES = 3
 RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]
 # Spiders report a request that gave up in their own one ERROR line.
 RETRY_GIVE_UP_LOG_LEVEL = "WARNING"
+# A body that does not parse is retried from the spider's callback (trawl.politeness.retryrule):
+# the retry carries its count on purpose, which Scrapy's MetaCopyDetectionMiddleware would
+# otherwise report as a key copied by mistake from response.meta (issue 15, item 8).
+META_COPY_WARN_SKIP_KEYS = ["retry_times"]
 # No cookie jar: the APIs need none, and Scrapy's jar would fetch the public
 # suffix list over the network (tldextract) the first time it sees a cookie.
 COOKIES_ENABLED = False
