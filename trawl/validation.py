@@ -47,6 +47,7 @@ from trawl.settings_checks import (
     seconds,
     status_list,
     text,
+    text_list,
     whole,
     whole_value,
 )
@@ -169,6 +170,7 @@ SETTINGS: dict[str, Check] = {
     "DOWNLOAD_WARNSIZE": whole(0),
     "SOURCE_DOWNLOAD_MAXSIZE": counts_by_source(0),
     "SOURCE_DOWNLOAD_WARNSIZE": counts_by_source(0),
+    "META_COPY_WARN_SKIP_KEYS": text_list,
     # the run summary (and so notifications)
     "NOTIFY_MAX_URLS": whole(0),
     # trawl schedule (recurring schedules in scrapyd)

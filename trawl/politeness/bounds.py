@@ -203,7 +203,14 @@ class BoundedCompressionMiddleware(HttpCompressionMiddleware):
         try:
             decoded, kept = super()._handle_encoding(body, content_encoding, max_size)
         except _DecompressionMaxSizeExceeded as exc:
-            raise ResponseTooLarge(max_size, exc.decompressed_size, wire=len(body)) from None
+            inflated = exc.decompressed_size
+        else:
+            inflated = None
+        if inflated is not None:
+            # Raised out of the except block: as the context of ours, Scrapy's exception would
+            # keep its traceback, and so gunzip's buffer (the limit's worth of bytes), alive
+            # as long as the failure: measured, 1.5 GB of RSS with every source a gzip bomb.
+            raise ResponseTooLarge(max_size, inflated, wire=len(body))
         request = self._request
         if request is not None and self.crawler is not None:
             warn_size = int(request.meta.get("download_warnsize", self._warn_size))

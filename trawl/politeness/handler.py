@@ -42,10 +42,17 @@ class GatedHTTPDownloadHandler(HTTP11DownloadHandler):
         watch = self._bodies.start(request)
         try:
             return await super().download_request(request)
-        except DownloadCancelledError as error:
-            raise (self._bodies.too_large(request, watch) or error) from None
+        except DownloadCancelledError:
+            told = self._bodies.too_large(request, watch)
+            if told is None:
+                raise
         except DownloadTimeoutError as error:
-            raise self._bodies.timed_out(error, request, watch) from None
+            told = self._bodies.timed_out(error, request, watch)
+            if told is error:
+                raise
         finally:
             self._bodies.end(request)
             self._in_flight.end(token)
+        # Out of the except blocks: Scrapy's exception, as the context of ours, would keep
+        # its traceback (and what its frames hold) alive as long as the failure.
+        raise told
