@@ -42,6 +42,7 @@ from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddlewa
 from scrapy.exceptions import DownloadTimeoutError
 from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 
+from trawl.run.counts import counted
 from trawl.run.secrets import redact
 
 if TYPE_CHECKING:
@@ -106,6 +107,19 @@ class StillArriving(DownloadTimeoutError):
         self.timeout = timeout
         self.received = received
         super().__init__(f"answer still arriving after {timeout:g} s ({received:,} bytes received)")
+
+
+def bounded_failure(request: Request, error: BaseException) -> tuple[str, str] | None:
+    """The error kind and line a source reports for a page over its limit or still arriving
+    at its timeout (after its one retry), or ``None`` for any other failure."""
+    what = what_request(request)
+    if isinstance(error, ResponseTooLarge):
+        why = "SOURCE_DOWNLOAD_MAXSIZE sets this source's limit"
+        return "too_large", f"{what}: {error.describe()}; the page is not read ({why})"
+    if isinstance(error, StillArriving):
+        tries = request.meta.get("retry_times", 0)
+        return "slow", f"{what}: {error}; gave up after {counted(tries, 'retry')}"
+    return None
 
 
 @dataclass

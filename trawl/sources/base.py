@@ -31,7 +31,7 @@ from twisted.python.failure import Failure
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.pipeline.filters import FilterConfig, build_filter_config
 from trawl.politeness.bans import block_reason
-from trawl.politeness.bounds import ResponseTooLarge, StillArriving, what_request
+from trawl.politeness.bounds import bounded_failure
 from trawl.politeness.gate import sleep
 from trawl.politeness.retryrule import backoff_retry, retry_budget
 from trawl.run import statkeys
@@ -350,23 +350,9 @@ class Source(scrapy.Spider):
         answer was over this source's size limit, or still arriving at its timeout
         (:mod:`trawl.politeness.bounds`): one ERROR line each, the page counted as failed."""
         request = failure.request  # type: ignore[attr-defined]
-        if isinstance(failure.value, ResponseTooLarge):
-            self.record_error(
-                "too_large",
-                "%s: %s; the page is not read (SOURCE_DOWNLOAD_MAXSIZE sets this source's limit)",
-                what_request(request),
-                failure.value.describe(),
-            )
-            return
-        if isinstance(failure.value, StillArriving):
-            tries = request.meta.get("retry_times", 0)
-            self.record_error(
-                "slow",
-                "%s: %s; gave up after %s",
-                what_request(request),
-                failure.value,
-                counted(tries, "retry"),
-            )
+        told = bounded_failure(request, failure.value)
+        if told is not None:
+            self.record_error(told[0], "%s", told[1])
             return
         response = getattr(failure.value, "response", None)
         if response is not None:
