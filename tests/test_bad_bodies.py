@@ -43,6 +43,8 @@ def test_a_corrupt_otx_page_is_asked_for_again(workdir: Path) -> None:
     assert any("otx: page 2: unreadable JSON" in line and "retry 1 of 2" in line for line in said)
     assert any("otx: page 3: unreadable JSON" in line and "retry 1 of 2" in line for line in said)
     assert result.stat("retry/reason_count/bad body") == "2"
+    # Issue 15, item 8: the retry carries its count on purpose, not as a key copied by mistake.
+    assert "internal meta keys" not in result.stderr
 
 
 def test_a_body_that_stays_corrupt_is_given_up_after_the_budget(workdir: Path) -> None:

@@ -95,6 +95,9 @@ DOWNLOADER_MIDDLEWARES = {
     "trawl.politeness.proxies.ProxyRotationMiddleware": 740,
     # Last before the download: the source's gate (budget, concurrency, pauses).
     "trawl.politeness.ratelimit.RateLimitMiddleware": 950,
+    # Scrapy's decompression, a body inflating past DOWNLOAD_MAXSIZE said as such (not "ignored").
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "trawl.politeness.bounds.BoundedCompressionMiddleware": 590,
 }
 RATE_LIMITS_ENABLED = True
 # Every request a server sees must have passed the gate: no transparent re-sends.
@@ -132,11 +135,23 @@ DOWNLOAD_TIMEOUT = 120
 # Per source, over the source class's default_download_timeout (a CDX page may take a minute
 # to come, an API page that has not come in 30 s will not).
 SOURCE_DOWNLOAD_TIMEOUT: dict[str, float] = {}
+# Bytes an answer may have, counted after decompression too; each built-in source declares its
+# own (default_download_maxsize: CDX 64/32 MiB, API pages 8-64 MiB), SOURCE_DOWNLOAD_MAXSIZE
+# overrides them. This is what a plugin's source without one gets: Scrapy's 1 GiB let one endless
+# page take a crawl to 1.17 GB of RSS (issue 15). 0: no limit.
+DOWNLOAD_MAXSIZE = 64 * 1024 * 1024
+DOWNLOAD_WARNSIZE = 32 * 1024 * 1024
+SOURCE_DOWNLOAD_MAXSIZE: dict[str, int] = {}
+SOURCE_DOWNLOAD_WARNSIZE: dict[str, int] = {}
 RETRY_ENABLED = True
 RETRY_TIMES = 3
 RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]
 # Spiders report a request that gave up in their own one ERROR line.
 RETRY_GIVE_UP_LOG_LEVEL = "WARNING"
+# A body that does not parse is retried from the spider's callback (trawl.politeness.retryrule):
+# the retry carries its count on purpose, which Scrapy's MetaCopyDetectionMiddleware would
+# otherwise report as a key copied by mistake from response.meta (issue 15, item 8).
+META_COPY_WARN_SKIP_KEYS = ["retry_times"]
 # No cookie jar: the APIs need none, and Scrapy's jar would fetch the public
 # suffix list over the network (tldextract) the first time it sees a cookie.
 COOKIES_ENABLED = False

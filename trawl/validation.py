@@ -50,6 +50,7 @@ from trawl.settings_checks import (
     seconds,
     status_list,
     text,
+    text_list,
     whole,
     whole_value,
 )
@@ -187,6 +188,11 @@ SETTINGS: dict[str, Check] = {
     # An hour for one answer: the slowest CDX page takes minutes; a longer wait is a hung server.
     "DOWNLOAD_TIMEOUT": seconds(0, above=True, maximum=3600),
     "SOURCE_DOWNLOAD_TIMEOUT": DurationBySource(0, above=True, maximum=3600),
+    "DOWNLOAD_MAXSIZE": whole(0),
+    "DOWNLOAD_WARNSIZE": whole(0),
+    "SOURCE_DOWNLOAD_MAXSIZE": counts_by_source(0),
+    "SOURCE_DOWNLOAD_WARNSIZE": counts_by_source(0),
+    "META_COPY_WARN_SKIP_KEYS": text_list,
     # the run summary (and so notifications)
     "NOTIFY_MAX_URLS": whole(0),
     # trawl schedule (recurring schedules in scrapyd)

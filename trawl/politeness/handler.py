@@ -8,7 +8,10 @@ the failure surfaces, and trawl's retry middleware sends the request again
 through the gate, with its backoff.
 
 The handler also notes every request on the wire (trawl.politeness.inflight), the one
-place that knows when a request really went out, for the progress line.
+place that knows when a request really went out, for the progress line; and it
+says why a download failed where Scrapy says only "cancelled" or "took longer"
+(trawl.politeness.bounds): the answer was over the source's size limit, or it
+had begun and was still arriving at the timeout.
 
 When the crawl is stopping (trawl.run.stopping), requests on the wire get
 :data:`STOP_GRACE` seconds to be answered, then are given up (``Abandoned``:
@@ -22,8 +25,10 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
+from scrapy.exceptions import DownloadCancelledError, DownloadTimeoutError
 from scrapy.utils.asyncio import is_asyncio_available
 
+from trawl.politeness.bounds import BodyWatch
 from trawl.politeness.inflight import in_flight
 from trawl.run import statkeys
 from trawl.run.stopping import Abandoned, stopping
@@ -45,26 +50,44 @@ class GatedHTTPDownloadHandler(HTTP11DownloadHandler):
         self._downloads: set[asyncio.Task[Response]] = set()
         self._given_up = False
         crawler.signals.connect(self._stopping, signal=stopping)
+        self._bodies = BodyWatch(crawler)
 
     async def download_request(self, request: Request) -> Response:
         if self._given_up:
             raise Abandoned("not sent, the crawl is stopping")
         token = self._in_flight.start(request.url)
+        watch = self._bodies.start(request)
         try:
-            if not is_asyncio_available():
-                return await super().download_request(request)
-            download = asyncio.ensure_future(super().download_request(request))
-            self._downloads.add(download)
-            try:
-                return await download
-            except asyncio.CancelledError:
-                if not (self._given_up and download.cancelled()):
-                    raise  # cancelled by someone else than the stop
-                raise Abandoned("no answer before the crawl stopped") from None
-            finally:
-                self._downloads.discard(download)
+            return await self._download(request)
+        except DownloadCancelledError:
+            told = self._bodies.too_large(request, watch)
+            if told is None:
+                raise
+        except DownloadTimeoutError as error:
+            told = self._bodies.timed_out(error, request, watch)
+            if told is error:
+                raise
         finally:
+            self._bodies.end(request)
             self._in_flight.end(token)
+        # Out of the except blocks: Scrapy's exception, as the context of ours, would keep
+        # its traceback (and what its frames hold) alive as long as the failure.
+        raise told
+
+    async def _download(self, request: Request) -> Response:
+        """Scrapy's download, as a task the stop can cancel (:meth:`_give_up`)."""
+        if not is_asyncio_available():
+            return await super().download_request(request)
+        download = asyncio.ensure_future(super().download_request(request))
+        self._downloads.add(download)
+        try:
+            return await download
+        except asyncio.CancelledError:
+            if not (self._given_up and download.cancelled()):
+                raise  # cancelled by someone else than the stop
+            raise Abandoned("no answer before the crawl stopped") from None
+        finally:
+            self._downloads.discard(download)
 
     def _stopping(self, reason: str) -> None:
         from twisted.internet import reactor

@@ -9,6 +9,8 @@ Scrapy retries at once and ignores ``Retry-After`` (scrapy#3849). Here:
 * each source may have its own number of retries (``RETRY_LIMITS``);
 * a timeout is said at once, in one WARNING naming the source and the retry:
   a server that accepts and never answers cost 8 minutes of silence (issue 9);
+  an answer that began and was still arriving is said as such, with the bytes
+  received, and retried once at most (trawl.politeness.bounds, issue 15);
 * a connection refused or reset right after 429s is a ban (the gate said so):
   the source is paused and the request waits for the pause without spending a
   retry, so that a ban does not burn every page's budget in seconds (issue 9:
@@ -29,6 +31,7 @@ from scrapy.exceptions import DownloadTimeoutError
 from scrapy.utils.response import response_status_message
 from twisted.internet.error import TCPTimedOutError, TimeoutError
 
+from trawl.politeness.bounds import SLOW_ANSWER_RETRIES, StillArriving
 from trawl.politeness.ratelimit import BANNED, PAUSE_STATUSES
 from trawl.politeness.retryhints import resume_time
 from trawl.politeness.retryrule import NOT_BEFORE, backoff_retry, retry_budget
@@ -66,9 +69,13 @@ class BackoffRetryMiddleware(RetryMiddleware):
         if request.meta.get(BANNED):
             return self._wait_out_ban(request)
         if isinstance(exception, self.exceptions_to_retry) and not request.meta.get("dont_retry", False):
+            if isinstance(exception, StillArriving):
+                # A server that dribbles does so every time: one more try, not RETRY_TIMES.
+                budget = min(retry_budget(self.crawler, request), SLOW_ANSWER_RETRIES)
+                request.meta["max_retry_times"] = budget
             retry = self._retry(request, exception)
             if isinstance(exception, TIMEOUTS):
-                self._report_timeout(request, retry)
+                self._report_timeout(request, retry, exception)
             return retry
         return None
 
@@ -83,7 +90,7 @@ class BackoffRetryMiddleware(RetryMiddleware):
         self.crawler.stats.inc_value(statkeys.BAN_REQUEUED)
         return again
 
-    def _report_timeout(self, request: Request, retry: Request | None) -> None:
+    def _report_timeout(self, request: Request, retry: Request | None, exception: Exception) -> None:
         """One WARNING per timeout, as it happens, and the count the progress line shows."""
         stats = self.crawler.stats
         stats.inc_value(statkeys.TIMEOUTS)
@@ -92,6 +99,11 @@ class BackoffRetryMiddleware(RetryMiddleware):
         what = f"page {page} from " if page is not None else ""
         budget = retry_budget(self.crawler, request)
         then = f"retry {retry.meta['retry_times']} of {budget}" if retry is not None else "giving up"
+        if isinstance(exception, StillArriving):
+            logger.warning(
+                "%s: timeout: %s%s: %s; %s", name, what, urlsplit(request.url).netloc, exception, then
+            )
+            return
         logger.warning(
             "%s: timeout: no answer for %s%s within %g s; %s",
             name,

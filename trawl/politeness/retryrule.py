@@ -55,6 +55,9 @@ def backoff_retry(crawler: Crawler, request: Request, reason: Any, *, hinted: bo
     if retry is None:  # pragma: no cover - the budget was checked above
         return None
     retry.meta["max_retry_times"] = budget
+    # The last try's latency is not this one's; a spider re-yielding the copy (a bad body)
+    # made Scrapy's MetaCopyDetectionMiddleware warn about it (issue 15, item 8).
+    retry.meta.pop("download_latency", None)
     if not hinted:
         settings = crawler.settings
         attempt = retry.meta.get("retry_times", 1)

@@ -27,6 +27,8 @@ _EXCEPTIONS = {
     "ConnectionLost": "connection closed",
     "ConnectionDone": "connection closed",
     "ResponseDataLossError": "answer cut off",
+    "StillArriving": "answer too slow",  # trawl.politeness.bounds
+    "ResponseTooLarge": "answer too large",
 }
 
 

@@ -30,6 +30,7 @@ from twisted.python.failure import Failure
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.pipeline.filters import FilterConfig, build_filter_config
 from trawl.politeness.bans import block_reason
+from trawl.politeness.bounds import bounded_failure
 from trawl.politeness.gate import sleep
 from trawl.politeness.retryrule import backoff_retry, retry_budget
 from trawl.run import statkeys
@@ -39,6 +40,7 @@ from trawl.run.stopping import Abandoned, interruptible
 from trawl.settings_checks import Setting, apply_defaults, http_url, read, text
 from trawl.sources.arguments import parse_bool, parse_int
 from trawl.sources.keys import KeyRing, read_keys
+from trawl.sources.limits import apply_source_limits
 from trawl.sources.target import Target, parse_target
 from trawl.validation import declared_settings, validate_settings
 
@@ -80,8 +82,8 @@ class Source(scrapy.Spider):
     context in :meth:`run_inputs`.
 
     A source declares its defaults on the class, in one place: the politeness
-    ones below (``RATE_LIMITS``, ``SOURCE_CONCURRENCY`` and
-    ``SOURCE_DOWNLOAD_TIMEOUT`` override them per source), its base URL and
+    ones below (``RATE_LIMITS``, ``SOURCE_CONCURRENCY``, ``SOURCE_DOWNLOAD_TIMEOUT``,
+    ``SOURCE_DOWNLOAD_MAXSIZE`` and ``_WARNSIZE`` override them per source), its base URL and
     key settings, and any setting of its own in :attr:`settings_declared`
     (:mod:`trawl.settings_checks`). :meth:`declared_settings` is what
     validation, the defaults and the docs test see.
@@ -93,6 +95,10 @@ class Source(scrapy.Spider):
     default_concurrency: ClassVar[int | None] = None
     #: Seconds a response may take (this source's ``DOWNLOAD_TIMEOUT``); ``None``: Scrapy's.
     default_download_timeout: ClassVar[float | None] = None
+    #: Bytes an answer may have, decompressed (its ``DOWNLOAD_MAXSIZE``); ``None``: the project's.
+    default_download_maxsize: ClassVar[int | None] = None
+    #: Bytes past which an answer is worth a warning (its ``DOWNLOAD_WARNSIZE``); ``None``: the project's.
+    default_download_warnsize: ClassVar[int | None] = None
     #: Setting that holds this source's base URL (e.g. ``WAYBACK_BASE_URL``).
     base_url_setting: ClassVar[str] = ""
     #: Its default (``https://web.archive.org``).
@@ -145,19 +151,20 @@ class Source(scrapy.Spider):
 
     @classmethod
     def update_settings(cls, settings: Any) -> None:
-        """Every component's declared defaults, and this source's download timeout.
+        """Every component's declared defaults, and this source's download limits.
 
         The defaults (:func:`trawl.settings_checks.apply_defaults`) matter to runs
         that bypass the crawl command, which applies them itself (scrapyd, a
         script's ``CrawlerProcess``). This source's ``SOURCE_DOWNLOAD_TIMEOUT``,
-        else its ``default_download_timeout``, becomes its ``DOWNLOAD_TIMEOUT``.
+        ``SOURCE_DOWNLOAD_MAXSIZE`` and ``SOURCE_DOWNLOAD_WARNSIZE``, else its
+        class defaults, become its ``DOWNLOAD_*`` settings (:mod:`trawl.sources.limits`).
 
         A CDX page can take a minute to come; an OTX or urlscan page that has not
         come in 30 s will not (issue 9: 4 x 120 s waits on a server that never
-        answered). The per-source value wins over the project's
-        ``DOWNLOAD_TIMEOUT``; a ``DOWNLOAD_TIMEOUT`` given on the command line
-        wins over the per-source defaults, unless ``SOURCE_DOWNLOAD_TIMEOUT``
-        was given there too.
+        answered). A CDX page is tens of MB at most, an OTX page a few hundred KB
+        (issue 15: an endless page grew to Scrapy's 1 GiB default). A
+        ``DOWNLOAD_TIMEOUT`` (or ``_MAXSIZE``...) given on the command line wins
+        over the per-source defaults, unless the per-source setting was given too.
         """
         super().update_settings(settings)
         apply_defaults(settings, cls.declared_settings())
@@ -165,12 +172,7 @@ class Source(scrapy.Spider):
             apply_defaults(settings, declared_settings(settings))
         except TrawlError:
             pass  # a bad TRAWL_PLUGINS: from_crawler's validate_settings says so in one line
-        timeouts = settings.getdict("SOURCE_DOWNLOAD_TIMEOUT")
-        if cls.name in timeouts:
-            priority = max(settings.getpriority("SOURCE_DOWNLOAD_TIMEOUT") or 0, 30)  # 30: "spider"
-            settings.set("DOWNLOAD_TIMEOUT", float(timeouts[cls.name]), priority=priority)
-        elif cls.default_download_timeout is not None:
-            settings.set("DOWNLOAD_TIMEOUT", float(cls.default_download_timeout), priority="spider")
+        apply_source_limits(cls, settings)
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> Source:
@@ -356,10 +358,16 @@ class Source(scrapy.Spider):
         self.record_error("blocked", message)
 
     def on_request_error(self, failure: Failure) -> None:
-        """Errback: the upstream could not be reached (after Scrapy's retries)."""
+        """Errback: the upstream could not be reached (after Scrapy's retries), or its
+        answer was over this source's size limit, or still arriving at its timeout
+        (:mod:`trawl.politeness.bounds`): one ERROR line each, the page counted as failed."""
         if failure.check(Abandoned):
             return  # not sent because the crawl is stopping: no error; a resumed run fetches it
         request = failure.request  # type: ignore[attr-defined]
+        told = bounded_failure(request, failure.value)
+        if told is not None:
+            self.record_error(told[0], "%s", told[1])
+            return
         response = getattr(failure.value, "response", None)
         if response is not None:
             self.record_error("http", "HTTP %s from %s", response.status, self.describe_url(request.url))

@@ -107,6 +107,9 @@ class GhostarchiveSpider(SourceSpider):
     name = "ghostarchive"
     default_rate_limit = "30/60s"
     default_download_timeout = 60
+    # A search page is HTML listing a few dozen archived pages: tens of KB.
+    default_download_maxsize = 8 << 20
+    default_download_warnsize = 2 << 20
     base_url_setting = "GHOSTARCHIVE_BASE_URL"
     default_base_url = "https://ghostarchive.org"
     #: waymore's first page; see the module docstring for how the next ones are found.

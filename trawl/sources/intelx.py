@@ -51,6 +51,10 @@ class IntelxSpider(SourceSpider):
     name = "intelx"
     default_rate_limit = "1/1s"
     default_download_timeout = 30
+    # A result page is INTELX_PAGE_SIZE (1,000) selectors of ~300 bytes of JSON: about 300 KB;
+    # 16 MiB holds a page size of 50,000 (a larger one needs SOURCE_DOWNLOAD_MAXSIZE too).
+    default_download_maxsize = 16 << 20
+    default_download_warnsize = 4 << 20
     base_url_setting = "INTELX_BASE_URL"
     default_base_url = "https://2.intelx.io"
     api_key_setting = "INTELX_API_KEY"

@@ -42,6 +42,9 @@ class OtxSpider(SourceSpider):
     default_rate_limit = "100/60s"
     # An API page that has not come in 30 s will not.
     default_download_timeout = 30
+    # A page is PAGE_LIMIT (500) URL entries of ~400 bytes of JSON: about 200 KB.
+    default_download_maxsize = 8 << 20
+    default_download_warnsize = 2 << 20
     base_url_setting = "OTX_BASE_URL"
     default_base_url = "https://otx.alienvault.com"
     api_key_setting = "OTX_API_KEY"

@@ -83,6 +83,9 @@ class VirustotalSpider(SourceSpider):
     name = "virustotal"
     default_rate_limit = "4/60s"
     default_download_timeout = 30
+    # One domain report, its lists capped by VirusTotal at about 100 entries each: well under 1 MB.
+    default_download_maxsize = 16 << 20
+    default_download_warnsize = 4 << 20
     base_url_setting = "VIRUSTOTAL_BASE_URL"
     default_base_url = "https://www.virustotal.com"
     api_key_setting = "VIRUSTOTAL_API_KEY"

@@ -227,6 +227,10 @@ class CommonCrawlSpider(CdxSpider):
     default_concurrency = 2
     # A CDX page may take a minute to come.
     default_download_timeout = 120
+    # A page of Common Crawl's index is 5 blocks of 3,000 NDJSON lines of up to ~700 bytes:
+    # about 10 MB; 32 MiB is three times that.
+    default_download_maxsize = 32 << 20
+    default_download_warnsize = 16 << 20
     base_url_setting = "COMMONCRAWL_BASE_URL"
     default_base_url = "https://index.commoncrawl.org"
     extra_arguments = frozenset({"cc_indexes"})

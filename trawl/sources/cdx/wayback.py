@@ -24,6 +24,11 @@ class WaybackSpider(CdxSpider):
     default_concurrency = 2
     # A CDX page may take a minute to come.
     default_download_timeout = 120
+    # A page is at most 50 ZipNum blocks of 3,000 lines (archive.org's pageSize ceiling):
+    # 150,000 plain-text lines of ~150 bytes, about 22 MB; 64 MiB leaves room for
+    # 440-byte lines (long query strings) and still bounds two pages in flight to 128 MiB.
+    default_download_maxsize = 64 << 20
+    default_download_warnsize = 32 << 20
     base_url_setting = "WAYBACK_BASE_URL"
     default_base_url = "https://web.archive.org"
     dialect_setting = "WAYBACK_DIALECT"

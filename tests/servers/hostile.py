@@ -1,0 +1,196 @@
+"""An upstream that answers, but never in a size or at a pace a client can live with.
+
+Issue 15, item 6: an endless chunked CDX page took a crawl to 1.17 GB of RSS, a
+gzip bomb the same, a page that dribbles a few bytes a second was reported only
+as ``no answer within 120 s`` after 4 x 120 s. :class:`HostileServer` serves
+each of those on a raw socket (``http.server`` would buffer nothing of use and
+cannot send a body forever), one thread per connection:
+
+* ``endless``: ``200``, ``Transfer-Encoding: chunked``, 64 KiB chunks until the
+  client hangs up;
+* ``bomb``: ``200``, ``Content-Encoding: gzip`` and an honest ``Content-Length``
+  of about 1 MB whose body inflates to ``bomb_bytes`` (1 GiB by default);
+* ``dribble``: ``200``, chunked, ``dribble_bytes`` every ``dribble_every``
+  seconds, forever.
+
+``normal`` maps a request-path predicate to a plain answer (a CDX
+``showNumPages`` count, say) so the hostile answer lands on a data page.
+``requests`` holds each request's first line, for tests to poll.
+"""
+
+from __future__ import annotations
+
+import gzip
+import socket
+import threading
+import time
+from collections.abc import Callable
+from functools import cache
+from types import TracebackType
+from typing import Literal
+
+Mode = Literal["endless", "bomb", "dribble"]
+CHUNK = 65536
+
+
+@cache
+def gzip_bomb(inflated: int) -> bytes:
+    """A gzip body of ``inflated`` zero bytes, built without inflating it here.
+
+    gzip allows members one after the other (RFC 1952 2.2) and every reader,
+    Scrapy's included, reads them all: one member of 16 MiB of zeros (16 KB)
+    repeated. A 1 GiB bomb is about 1 MB on the wire.
+    """
+    member_size = min(inflated, 16 << 20)
+    member = gzip.compress(bytes(member_size), compresslevel=9, mtime=0)
+    count, rest = divmod(inflated, member_size)
+    tail = gzip.compress(bytes(rest), compresslevel=9, mtime=0) if rest else b""
+    return member * count + tail
+
+
+class HostileServer:
+    def __init__(
+        self,
+        mode: Mode,
+        *,
+        normal: Callable[[str], bytes | None] | None = None,
+        bomb_bytes: int = 1 << 30,
+        dribble_bytes: int = 16,
+        dribble_every: float = 0.2,
+        content_type: str = "text/plain",
+    ) -> None:
+        self.mode = mode
+        self.normal = normal
+        self.bomb_bytes = bomb_bytes
+        self.dribble_bytes = dribble_bytes
+        self.dribble_every = dribble_every
+        self.content_type = content_type
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(64)
+        self._sock.settimeout(0.05)
+        self.port: int = self._sock.getsockname()[1]
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._conns: list[socket.socket] = []
+        #: First lines of the requests received (``GET /path HTTP/1.1``).
+        self.requests: list[str] = []
+        #: Body bytes sent by the hostile answers, all connections together.
+        self.sent = 0
+        self._thread = threading.Thread(target=self._serve, daemon=True, name=f"HostileServer-{mode}")
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with self._lock:
+                self._conns.append(conn)
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _read_head(self, conn: socket.socket, data: bytes) -> tuple[str, bytes] | None:
+        while b"\r\n\r\n" not in data:
+            if self._stop.is_set():
+                return None
+            try:
+                chunk = conn.recv(65536)
+            except TimeoutError:
+                continue
+            if not chunk:
+                return None
+            data += chunk
+        head, rest = data.split(b"\r\n\r\n", 1)
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value.strip() or 0)
+        while len(rest) < length and not self._stop.is_set():
+            try:
+                rest += conn.recv(65536)
+            except TimeoutError:
+                continue
+        return head.split(b"\r\n", 1)[0].decode("latin-1"), rest[length:]
+
+    def _handle(self, conn: socket.socket) -> None:
+        conn.settimeout(0.1)
+        data = b""
+        try:
+            while not self._stop.is_set():
+                got = self._read_head(conn, data)
+                if got is None:
+                    return
+                line, data = got
+                with self._lock:
+                    self.requests.append(line)
+                path = line.split(" ")[1] if " " in line else "/"
+                plain = self.normal(path) if self.normal else None
+                if plain is not None:
+                    head = (
+                        f"HTTP/1.1 200 OK\r\nContent-Type: {self.content_type}\r\n"
+                        f"Content-Length: {len(plain)}\r\n\r\n"
+                    )
+                    conn.sendall(head.encode() + plain)
+                    continue
+                if not self._hostile(conn):
+                    return
+        except OSError:
+            return  # the client hung up: what a bounded client does
+        finally:
+            conn.close()
+
+    def _hostile(self, conn: socket.socket) -> bool:
+        """Send the hostile answer; True if the connection can take another request."""
+        conn.settimeout(None)  # a client slow to read makes sendall wait, not fail
+        if self.mode == "bomb":
+            body = gzip_bomb(self.bomb_bytes)
+            head = (
+                f"HTTP/1.1 200 OK\r\nContent-Type: {self.content_type}\r\nContent-Encoding: gzip\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            )
+            conn.sendall(head.encode() + body)
+            self._count(len(body))
+            conn.settimeout(0.1)
+            return True  # a complete answer: the client may send its retry on this connection
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: {self.content_type}\r\nTransfer-Encoding: chunked\r\n\r\n"
+        conn.sendall(head.encode())
+        size, pause = (CHUNK, 0.0) if self.mode == "endless" else (self.dribble_bytes, self.dribble_every)
+        chunk = f"{size:x}\r\n".encode() + b"0" * size + b"\r\n"
+        while not self._stop.is_set():
+            conn.sendall(chunk)
+            self._count(size)
+            if pause:
+                time.sleep(pause)
+        return False
+
+    def _count(self, sent: int) -> None:
+        with self._lock:
+            self.sent += sent
+
+    def __enter__(self) -> HostileServer:
+        if self.mode == "bomb":
+            gzip_bomb(self.bomb_bytes)  # built before the first request, not during it
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        with self._lock:
+            for conn in self._conns:
+                try:
+                    conn.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                conn.close()
+        self._sock.close()
