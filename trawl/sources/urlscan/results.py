@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import scrapy
 from scrapy.http import Response
 
 from trawl.records.batches import CaptureBatch
 from trawl.records.timestamps import iso_timestamp
 from trawl.sources.base import json_error_text
+from trawl.sources.urlscan.decode import decode_page
 
 if TYPE_CHECKING:
     from trawl.sources.base import SourceSpider
@@ -40,7 +40,7 @@ class Results(_Base):
             )
             return None
         try:
-            data = orjson.loads(response.body)
+            data = decode_page(response.body)
         except ValueError:
             return self.retry_bad_body(
                 response, "search page %d: unreadable JSON (%d bytes)", page, len(response.body)
