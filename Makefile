@@ -16,6 +16,9 @@ $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-deps 'pywb>=2.8'
+	$(PYTHON) -m venv $(VENV)-pywb
+	$(VENV)-pywb/bin/python -m pip install --quiet 'pywb>=2.8'
 	touch $@
 
 setup: $(BIN)/.installed

@@ -203,6 +203,7 @@ BAD = {
     "SQLITE_CACHE_MB": "64MB",
     "BATCH_COALESCE_ROWS": "-1",
     "STORE_BACKLOG_ROWS": "-5",
+    "TRAWL_REDIS_URL": "http://127.0.0.1:6379",
     "BATCH_COALESCE_SECONDS": "0",
     "TRAWL_PLUGINS": "{not json",
     "TRAWL_PLUGINS_DISABLED": "dedup",

@@ -7,6 +7,8 @@ store, the notifier and its receiver kinds, and the URL filter theirs. Their
 defaults apply under anything set here or with ``-s``.
 """
 
+import os
+
 from trawl.stores.location import default_store_uri
 
 BOT_NAME = "trawl"
@@ -35,6 +37,11 @@ BATCH_COALESCE_SECONDS = 0.2
 # Rows handed to a store that writes off the reactor and not written yet, at most, before downloads pause
 # (trawl.pipeline.backlog; 0: no bound).
 STORE_BACKLOG_ROWS = 50_000
+
+# --- Distributed runs ---------------------------------------------------------------------
+# The Redis that trawl enqueue, trawl worker and the shared per-source gate use (trawl.distributed);
+# empty: nothing is shared. -s TRAWL_REDIS_URL=... or the environment.
+TRAWL_REDIS_URL = os.environ.get("TRAWL_REDIS_URL", "")
 
 # --- Files -------------------------------------------------------------------------------
 # The umask of the run: every file trawl creates (store, LOG_FILE, exports, JOBDIR, reports)

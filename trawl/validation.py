@@ -31,6 +31,7 @@ from typing import Any
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 
+from trawl.distributed.connection import check_redis_url
 from trawl.errors import TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.proxies import read_proxy_list
@@ -140,6 +141,7 @@ SETTINGS: dict[str, Check] = {
     "STORE_URI": store_uri,
     "BATCH_COALESCE_ROWS": whole(0),
     "STORE_BACKLOG_ROWS": whole(0),
+    "TRAWL_REDIS_URL": check_redis_url,
     # A page held a minute is 300 times the default; longer, and the store and progress lag behind.
     "BATCH_COALESCE_SECONDS": seconds(0.0, above=True, maximum=60),
     # plugins

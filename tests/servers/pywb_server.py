@@ -75,6 +75,17 @@ def write_warc(path: str | Path, captures: Iterable[Mapping[str, Any]]) -> Path:
     return path
 
 
+def pywb_bin() -> Path:
+    """Where ``wayback`` and ``wb-manager`` are: pywb's own virtualenv (``.venv-pywb``, made by
+    ``make setup``: pywb pins redis==2.10.6, trawl needs redis>=5), ``TRAWL_PYWB_BIN``, or beside
+    this Python."""
+    named = os.environ.get("TRAWL_PYWB_BIN")
+    if named:
+        return Path(named)
+    own = Path(__file__).resolve().parents[2] / ".venv-pywb" / "bin"
+    return own if (own / "wayback").exists() else Path(sys.executable).parent
+
+
 def build_zipnum(cdxj: Path, out_dir: Path, lines_per_block: int, name: str = "cluster") -> Path:
     """Convert a sorted CDXJ file into a pywb ZipNum cluster; return the ``.idx``.
 
@@ -192,7 +203,7 @@ class PywbServer:
     def start(self) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="trawl-pywb-")
         self.root = Path(self._tmp.name)
-        bindir = Path(sys.executable).parent  # venv's bin: wb-manager, wayback
+        bindir = pywb_bin()
         warc = write_warc(self.root / "captures.warc.gz", self.captures)
 
         def run(*args: str) -> None:
