@@ -81,6 +81,8 @@ EXTENSIONS = {
     "trawl.politeness.throttle.SourceAutoThrottle": 0,
     # ERROR lines counted per crawler: one source's error is not another's (crawl all).
     "trawl.run.attribution.ErrorAttribution": 0,
+    # /metrics for Prometheus when PROMETHEUS_PORT is set (trawl.metrics); off otherwise.
+    "trawl.metrics.extension.Metrics": 500,
 }
 PROGRESS_INTERVAL = 10.0
 # Requests unanswered this long are named in the progress line ("waiting 95 s on 4 requests to ...").

@@ -26,6 +26,7 @@ from scrapy.exceptions import UsageError
 from trawl.errors import TrawlError
 from trawl.exports.from_store import export_from_store
 from trawl.exports.written import say_what_was_written
+from trawl.metrics.server import start_metrics
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.proxies import read_proxy_list
 from trawl.run import statkeys, stopping
@@ -110,6 +111,7 @@ class Command(ScrapyCrawlCommand):
                 check_store_uri(uri, plugins, self._store_needs())
             read_proxy_list(self.settings)  # a socks5 proxy: one line, not a traceback
             self._check_paths()
+            start_metrics(self.settings)  # a port in use: one line, before anything is sent
         except TrawlError as exc:
             self._fail(str(exc))
             return
@@ -145,6 +147,7 @@ class Command(ScrapyCrawlCommand):
                 check_store_uri(uri, plugins, self._store_needs(exports=bool(feeds)))
             read_proxy_list(self.settings)
             self._check_paths()
+            start_metrics(self.settings)
             job_id = uuid.uuid4().hex  # every source's run is part of this one job
             runs = start_all(self.crawler_process, self.settings, opts.spargs, job_id)
         except TrawlError as exc:

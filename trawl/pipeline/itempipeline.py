@@ -35,6 +35,7 @@ from scrapy.exceptions import DropItem
 from scrapy.utils.defer import deferred_from_coro
 
 from trawl.errors import TrawlUsageError
+from trawl.metrics.collector import time_store_write
 from trawl.pipeline.backlog import StoreBacklog
 from trawl.pipeline.coalesce import Coalescer
 from trawl.pipeline.context import RunContext
@@ -174,6 +175,10 @@ class PluginPipeline:
         return batch
 
     async def _store(self, batch: Batch) -> int:
+        with time_store_write(batch.source):  # trawl_store_write_seconds (trawl.metrics)
+            return await self._write(batch)
+
+    async def _write(self, batch: Batch) -> int:
         store = self.store
         if store is None or not keeps(store, batch):
             return 0

@@ -62,6 +62,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "trawl.sources.builtin",
     "trawl.stores.sqlite",
     "trawl.pipeline.builtins.url_filter",
+    "trawl.metrics",
 )
 
 #: Built-ins that ``TRAWL_PLUGINS_DISABLED`` may not name: canonical URLs and one

@@ -32,6 +32,10 @@ class InFlight:
     def end(self, token: int) -> None:
         self._started.pop(token, None)
 
+    def __len__(self) -> int:
+        """Requests on the wire now (the metrics' ``trawl_requests_in_flight``)."""
+        return len(self._started)
+
     def stalled(self, older_than: float) -> tuple[float, int, list[str]] | None:
         """(age of the oldest, how many, their hosts) of the requests out longer than
         ``older_than`` seconds, or ``None``."""
