@@ -239,6 +239,14 @@ def test_a_port_in_use_is_one_line_and_nothing_is_sent(workdir: Path) -> None:
             )
             assert "Traceback" not in result.stderr
         assert server.requests == []
+        # TRAWL_PLUGINS_DISABLED=metrics: no metrics, so no port to take; the crawl runs
+        off = run_scrapy(
+            workdir, "crawl", "wayback", "-a", "domain=example.com",
+            "-s", f"WAYBACK_BASE_URL={server.base_url}",
+            "-s", f"PROMETHEUS_PORT={port}", "-s", "TRAWL_PLUGINS_DISABLED=metrics",
+        )  # fmt: skip
+        assert off.returncode == 0, off.stderr[-2000:]
+        assert "metrics: serving" not in off.stderr and "PROMETHEUS_PORT:" not in off.stderr
 
 
 def test_bad_values_are_refused_in_one_line(workdir: Path) -> None:

@@ -283,6 +283,8 @@ BAD = {
     "NOTIFY_TIMEOUT": "0",
     "TELEGRAM_API_BASE_URL": "api.telegram.org",
     "UMASK": "0o1777",
+    "PROMETHEUS_PORT": "9090/metrics",
+    "PROMETHEUS_ADDRESS": "http://0.0.0.0",
 }
 
 
