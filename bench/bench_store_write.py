@@ -87,7 +87,9 @@ def timed(phases: dict[str, float], name: str, function: Callable[..., Any]) -> 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--urls", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=5_000)
     parser.add_argument("--overlap", type=float, default=0.4)
@@ -96,7 +98,9 @@ def main() -> None:
     for name in ("stage", "upsert", "read_known", "with_merged"):
         setattr(merge_module, name, timed(phases, name, getattr(merge_module, name)))
     urls = [f"https://{DOMAIN}/path/{i}?q={i % 97}" for i in range(args.urls)]
-    second = urls[: int(args.urls * args.overlap)] + [u + "&other" for u in urls[int(args.urls * args.overlap) :]]
+    second = urls[: int(args.urls * args.overlap)] + [
+        u + "&other" for u in urls[int(args.urls * args.overlap) :]
+    ]
     batches = {
         source: [batch(rows[start : start + args.batch], source) for start in range(0, len(rows), args.batch)]
         for source, rows in (("wayback", urls), ("otx", second))
