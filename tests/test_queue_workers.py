@@ -125,6 +125,7 @@ def settings_args(settings: dict[str, Any]) -> list[str]:
 def enqueue(cwd: Path, url: str, upstreams: Upstreams) -> None:
     for domain in DOMAINS:
         command = [*TRAWL, "enqueue", domain, "-a", "sources=" + ",".join(SOURCES), "-a", "filters=false"]
+        command += ["-a", "cc_indexes=0"]  # every Common Crawl index (commoncrawl's own argument)
         command += settings_args({**upstreams.settings[domain], "TRAWL_REDIS_URL": url})
         done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
@@ -214,6 +215,8 @@ def test_redis_restarted_mid_run_loses_nothing(
     redis.Redis.from_url(redis_server.url).config_set("save", "3600 1")
 
     def restart(workers: list[WorkerProcess]) -> None:
+        for worker in workers:  # every worker connected (at start, an unreachable Redis is exit 2)
+            worker.wait_for("waiting for work")
         workers[0].wait_for(r": took \w+ for ")
         redis_server.stop()
         for worker in workers:
