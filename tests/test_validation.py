@@ -204,6 +204,8 @@ BAD = {
     "BATCH_COALESCE_ROWS": "-1",
     "STORE_BACKLOG_ROWS": "-5",
     "TRAWL_REDIS_URL": "http://127.0.0.1:6379",
+    "QUEUE_HEARTBEAT": "0",
+    "QUEUE_MAX_DEATHS": "0",
     "BATCH_COALESCE_SECONDS": "0",
     "TRAWL_PLUGINS": "{not json",
     "TRAWL_PLUGINS_DISABLED": "dedup",

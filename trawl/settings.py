@@ -42,6 +42,11 @@ STORE_BACKLOG_ROWS = 50_000
 # The Redis that trawl enqueue, trawl worker and the shared per-source gate use (trawl.distributed);
 # empty: nothing is shared. -s TRAWL_REDIS_URL=... or the environment.
 TRAWL_REDIS_URL = os.environ.get("TRAWL_REDIS_URL", "")
+# trawl worker: seconds between a worker's heartbeats; a worker silent for 3 of them is dead and the
+# reaper returns its work to the queue (trawl.distributed.queue).
+QUEUE_HEARTBEAT = 10
+# A task whose runs died (killed worker, killed crawl) this many times goes to the dead-letter list.
+QUEUE_MAX_DEATHS = 3
 
 # --- Files -------------------------------------------------------------------------------
 # The umask of the run: every file trawl creates (store, LOG_FILE, exports, JOBDIR, reports)

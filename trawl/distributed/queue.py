@@ -1,0 +1,281 @@
+"""The reliable work queue in Redis: nothing a worker takes is lost when it dies.
+
+Keys (prefix ``trawl:queue:``):
+
+- ``pending``: a list of task JSON; ``enqueue`` pushes on the right, workers take from the left.
+- ``processing:<worker>``: what one worker holds. A task moves there from
+  ``pending`` in one atomic ``BLMOVE`` (the reliable-queue pattern): at every
+  instant it is in exactly one list, so a worker killed between taking and
+  finishing leaves it where the reaper finds it. scrapy-redis pops for good
+  (``LPOP``/``ZREMRANGEBYRANK``), which is why the queue is not its own.
+- ``heartbeat:<worker>``: set every ``QUEUE_HEARTBEAT`` seconds, expiring after three.
+- ``workers``: the set of worker ids, live or dead-but-not-reaped.
+- ``deaths``: a hash, task id -> how many runs of it died.
+- ``dead``: the dead-letter list, ``{"reason": ..., "task": ...}``.
+- ``queued``: a hash, task fingerprint -> task id: the same work is queued
+  once at a time. Entries leave with their task (done or dead-lettered): the
+  dedup is bounded by the queue, never by every URL ever seen (the store is
+  the record of known URLs).
+
+The reaper is one Lua script, atomic in Redis: two workers reaping at once
+cannot both return the same task, and a worker whose heartbeat is back is left
+alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from trawl.distributed.tasks import Task
+
+if TYPE_CHECKING:
+    import redis
+
+PREFIX = "trawl:queue:"
+PENDING = PREFIX + "pending"
+WORKERS = PREFIX + "workers"
+DEATHS = PREFIX + "deaths"
+DEAD = PREFIX + "dead"
+QUEUED = PREFIX + "queued"
+#: The (domain, source) ``trawl queue`` shows for a dead-lettered entry that is no task.
+UNREADABLE = ("(unreadable)", "-")
+#: Heartbeats a worker may miss before it is dead.
+MISSED_BEATS = 3
+
+# KEYS: processing, heartbeat, pending, dead, deaths, workers, queued; ARGV: max deaths, worker id, now.
+_REAP = """
+if redis.call('EXISTS', KEYS[2]) == 1 then return {-1, 0} end
+local back, dead = 0, 0
+while true do
+  local raw = redis.call('RPOP', KEYS[1])
+  if not raw then break end
+  local ok, task = pcall(cjson.decode, raw)
+  local id = (ok and type(task) == 'table' and task['id']) or raw
+  local n = redis.call('HINCRBY', KEYS[5], id, 1)
+  if n >= tonumber(ARGV[1]) then
+    local reason = 'its runs died ' .. n .. ' times (last on worker ' .. ARGV[2] .. ')'
+    local entry = '{"reason":' .. cjson.encode(reason) .. ',"at":' .. ARGV[3] .. ',"task":' .. raw .. '}'
+    redis.call('LPUSH', KEYS[4], entry)
+    redis.call('HDEL', KEYS[5], id)
+    if ok and type(task) == 'table' and task['fingerprint'] then
+      redis.call('HDEL', KEYS[7], task['fingerprint'])
+    end
+    dead = dead + 1
+  else
+    redis.call('LPUSH', KEYS[3], raw)
+    back = back + 1
+  end
+end
+redis.call('SREM', KEYS[6], ARGV[2])
+return {back, dead}
+"""
+
+# KEYS: queued, pending; ARGV: fingerprint, task id, task JSON.
+# Both or neither: a dedup entry never outlives its task.
+_PUSH = """
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('RPUSH', KEYS[2], ARGV[3])
+return 1
+"""
+
+
+def processing_key(worker: str) -> str:
+    return f"{PREFIX}processing:{worker}"
+
+
+def heartbeat_key(worker: str) -> str:
+    return f"{PREFIX}heartbeat:{worker}"
+
+
+@dataclass
+class Status:
+    """What ``trawl queue`` prints: counts per (domain, source), the workers, the dead letters."""
+
+    pending: Counter[tuple[str, str]] = field(default_factory=Counter)
+    in_flight: Counter[tuple[str, str]] = field(default_factory=Counter)
+    dead: Counter[tuple[str, str]] = field(default_factory=Counter)
+    #: worker id -> (alive, tasks held)
+    workers: dict[str, tuple[bool, int]] = field(default_factory=dict)
+    #: (domain, source, reason), newest first
+    reasons: list[tuple[str, str, str]] = field(default_factory=list)
+    unreadable: int = 0
+
+
+class WorkQueue:
+    """The queue's operations, each one or a few Redis commands; the caller handles outages."""
+
+    def __init__(self, client: redis.Redis, max_deaths: int = 3, heartbeat: float = 10.0) -> None:
+        self.client = client
+        self.max_deaths = max_deaths
+        self.heartbeat = heartbeat
+        self._reap = client.register_script(_REAP)
+        self._push = client.register_script(_PUSH)
+
+    # --- enqueue ---------------------------------------------------------------------------
+
+    def push(self, task: Task) -> bool:
+        """Queue ``task`` unless the same work is already queued or held; True if queued."""
+        added = self._push(keys=[QUEUED, PENDING], args=[task.fingerprint, task.id, _with_fingerprint(task)])
+        return bool(added)
+
+    # --- a worker's side -------------------------------------------------------------------
+
+    def beat(self, worker: str) -> None:
+        """This worker is alive for three more heartbeats."""
+        ttl_ms = max(int(self.heartbeat * MISSED_BEATS * 1000), 1)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.sadd(WORKERS, worker)
+        pipe.set(heartbeat_key(worker), b"1", px=ttl_ms)
+        pipe.execute()
+
+    def take(self, worker: str, timeout: float) -> bytes | None:
+        """The next task, moved into this worker's processing list; ``None`` after ``timeout`` seconds idle.
+
+        Blocks in Redis (``BLMOVE``): an idle worker sends one command per timeout, not a poll loop.
+        """
+        raw = self.client.blmove(PENDING, processing_key(worker), timeout, "LEFT", "RIGHT")
+        return bytes(raw) if raw is not None else None
+
+    def done(self, worker: str, raw: bytes) -> None:
+        """The task ended: off this worker's list, its dedup entry and death count gone."""
+        task = _fingerprint_and_id(raw)
+        pipe = self.client.pipeline(transaction=True)
+        pipe.lrem(processing_key(worker), 1, raw)
+        if task[0]:
+            pipe.hdel(QUEUED, task[0])
+        pipe.hdel(DEATHS, task[1])
+        pipe.execute()
+
+    def dead_letter(self, worker: str, raw: bytes, reason: str) -> None:
+        """Give the task up, with the reason: off the worker's list, onto the dead-letter list."""
+        fingerprint, task_id = _fingerprint_and_id(raw)
+        entry = b'{"reason":' + orjson.dumps(reason) + b',"at":' + str(int(time.time())).encode()
+        try:
+            orjson.loads(raw)
+            entry += b',"task":' + raw + b"}"
+        except orjson.JSONDecodeError:  # not a task at all: kept as text, shown as unreadable
+            entry += b',"task":' + orjson.dumps(raw.decode(errors="replace")) + b"}"
+        pipe = self.client.pipeline(transaction=True)
+        pipe.lpush(DEAD, entry)
+        pipe.lrem(processing_key(worker), 1, raw)
+        if fingerprint:
+            pipe.hdel(QUEUED, fingerprint)
+        pipe.hdel(DEATHS, task_id)
+        pipe.execute()
+
+    def died(self, worker: str, raw: bytes, reason: str) -> bool:
+        """A run of the task died (its crawl was killed): back to the queue, or dead-lettered after
+        ``QUEUE_MAX_DEATHS``; True if dead-lettered."""
+        _, task_id = _fingerprint_and_id(raw)
+        deaths = int(self.client.hincrby(DEATHS, task_id, 1))
+        if deaths >= self.max_deaths:
+            self.dead_letter(worker, raw, f"its runs died {deaths} times (last: {reason})")
+            return True
+        self.release(worker, raw)
+        return False
+
+    def release(self, worker: str, raw: bytes) -> None:
+        """Hand a task back untouched (a worker stopping before it ran it): first in line again."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.lrem(processing_key(worker), 1, raw)
+        pipe.lpush(PENDING, raw)
+        pipe.execute()
+
+    def release_all(self, worker: str) -> int:
+        """Everything this worker still holds back to the queue, and the worker gone from the registry."""
+        moved = 0
+        while self.client.lmove(processing_key(worker), PENDING, "RIGHT", "LEFT") is not None:
+            moved += 1
+        pipe = self.client.pipeline(transaction=True)
+        pipe.delete(heartbeat_key(worker))
+        pipe.srem(WORKERS, worker)
+        pipe.execute()
+        return moved
+
+    # --- the reaper ------------------------------------------------------------------------
+
+    def reap(self) -> list[tuple[str, int, int]]:
+        """Return every dead worker's tasks to the queue (or the dead-letter list): (worker, back, dead).
+
+        Not within twice a heartbeat's expiry of Redis starting: after an outage every
+        heartbeat may have expired, and a live worker's backoff (at most one expiry,
+        :mod:`trawl.distributed.outage`) and its next beat take that long.
+        """
+        uptime = int(self.client.info("server").get("uptime_in_seconds", 0))
+        if uptime < 2 * self.heartbeat * MISSED_BEATS:
+            return []
+        reaped = []
+        for member in self.client.smembers(WORKERS):
+            worker = member.decode() if isinstance(member, bytes) else str(member)
+            keys = [processing_key(worker), heartbeat_key(worker), PENDING, DEAD, DEATHS, WORKERS, QUEUED]
+            back, dead = self._reap(keys=keys, args=[self.max_deaths, worker, int(time.time())])
+            if int(back) >= 0:
+                reaped.append((worker, int(back), int(dead)))
+        return reaped
+
+    # --- what is where ---------------------------------------------------------------------
+
+    def idle(self) -> bool:
+        """Nothing pending, nothing held by any worker, live or dead (the reaper may return a dead one's)."""
+        if self.client.llen(PENDING):
+            return False
+        for member in self.client.smembers(WORKERS):
+            worker = member.decode() if isinstance(member, bytes) else str(member)
+            if self.client.llen(processing_key(worker)):
+                return False
+        return True
+
+    def status(self) -> Status:
+        status = Status()
+        for raw in self.client.lrange(PENDING, 0, -1):
+            _count(status, status.pending, raw)
+        for member in sorted(self.client.smembers(WORKERS)):
+            worker = member.decode() if isinstance(member, bytes) else str(member)
+            held = self.client.lrange(processing_key(worker), 0, -1)
+            for raw in held:
+                _count(status, status.in_flight, raw)
+            status.workers[worker] = (bool(self.client.exists(heartbeat_key(worker))), len(held))
+        for entry in self.client.lrange(DEAD, 0, -1):
+            try:
+                data = orjson.loads(entry)
+                reason = str(data.get("reason", ""))
+            except (ValueError, AttributeError):
+                status.unreadable += 1
+                continue
+            try:
+                task = Task.from_json(orjson.dumps(data.get("task")))
+                where = (task.domain, task.source)
+            except ValueError:
+                where = UNREADABLE
+            status.dead[where] += 1
+            status.reasons.append((*where, reason))
+        return status
+
+
+def _with_fingerprint(task: Task) -> bytes:
+    """The task's JSON with its fingerprint, so that the reaper (Lua) can clear its dedup entry."""
+    data = orjson.loads(task.to_json())
+    data["fingerprint"] = task.fingerprint
+    return orjson.dumps(data)
+
+
+def _fingerprint_and_id(raw: bytes) -> tuple[str, str]:
+    try:
+        data: Any = orjson.loads(raw)
+        return str(data.get("fingerprint") or ""), str(data.get("id") or raw.decode(errors="replace"))
+    except (orjson.JSONDecodeError, AttributeError):
+        return "", raw.decode(errors="replace")
+
+
+def _count(status: Status, counter: Counter[tuple[str, str]], raw: bytes) -> None:
+    try:
+        task = Task.from_json(raw)
+    except ValueError:
+        status.unreadable += 1
+        return
+    counter[(task.domain, task.source)] += 1
