@@ -162,3 +162,46 @@ def test_retry_after_seen_by_one_pauses_all(tmp_path: Path) -> None:
     assert told, "no other process said it was paused by another"
     for result in results:
         assert len(result.stored()) == 8
+
+
+def test_redis_lost_mid_run_holds_every_request_until_it_is_back(tmp_path: Path) -> None:
+    settings = {
+        "WAYBACK_BASE_URL": "",
+        "RATE_LIMITS": '{"wayback": "5/1s"}',
+        "SOURCE_CONCURRENCY": '{"wayback": 2}',
+    }
+    outage = 2.0
+    with RedisServer() as redis_server, FakeCdxServer(dataset(20), lines_per_page=1) as server:
+        settings |= {"WAYBACK_BASE_URL": server.base_url, "TRAWL_REDIS_URL": redis_server.url}
+        args = crawl_args("wayback", DOMAINS[0], {**POLITE, **settings}, "-a", "filters=false")
+        with ThreadPoolExecutor(1) as pool:
+            running = pool.submit(run_scrapy, tmp_path / "one", *args, timeout=180)
+            deadline = time.monotonic() + 120
+            while len(server.spans) < 4 and time.monotonic() < deadline:
+                threading.Event().wait(0.02)  # polling the server's log for the crawl under way
+            assert len(server.spans) >= 4, "the crawl did not get going"
+            redis_server.stop()
+            stopped = time.monotonic()
+            threading.Event().wait(outage)  # the outage itself: how long Redis stays away
+            restarted = time.monotonic()
+            redis_server.start()
+            result = running.result()
+    assert_no_traceback(result)
+    assert result.returncode == 0, result.stderr[-3000:]
+    # A request the gate let go just before Redis went may still arrive; none after.
+    during = [round(t - stopped, 3) for t in arrivals(server) if stopped + 0.2 < t < restarted]
+    assert during == [], f"sent while Redis was away, at +{during} s"
+    assert result.stderr.count("shared gate: Redis") == 2, result.stderr[-3000:]  # lost, back: once each
+    assert "unreachable" in result.stderr and "no request is sent until it is back" in result.stderr
+    assert len(result.stored()) == 20
+
+
+def test_redis_unreachable_at_start_is_one_line(workdir: Path) -> None:
+    with RedisServer() as redis_server:
+        url = redis_server.url
+    settings = {**POLITE, "TRAWL_REDIS_URL": url, "WAYBACK_BASE_URL": "http://127.0.0.1:9"}
+    result = run_scrapy(workdir, *crawl_args("wayback", DOMAINS[0], settings))
+    assert result.returncode == 2
+    assert_no_traceback(result)
+    errors = [line for line in result.stderr.splitlines() if line.startswith("trawl: error:")]
+    assert len(errors) == 1 and "cannot reach Redis" in errors[0], result.stderr[-2000:]
