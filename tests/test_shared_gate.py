@@ -16,9 +16,10 @@ from urllib.parse import parse_qsl
 
 import redis
 
-from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.conftest import ROOT, CrawlResult, assert_no_traceback, crawl_args, run_scrapy
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.redis_server import RedisServer
+from tests.servers.scrapyd import ScrapydServer
 from tests.test_politeness import POLITE, max_in_window, too_many_requests
 
 DOMAINS = ("a.example.com", "b.example.com", "c.example.com")
@@ -41,9 +42,9 @@ class StartLine(FakeCdxServer):
     """Holds each crawl's first request (the page count) until all three crawls asked:
     they then run at the same time however long each took to start."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
+    def __init__(self, *args: object, runners: int = len(DOMAINS), **kwargs: object) -> None:
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self.line = threading.Barrier(len(DOMAINS), timeout=90)
+        self.line = threading.Barrier(runners, timeout=90)
 
     def handle(self, path_qs: str, headers: Mapping[str, str]):  # type: ignore[override]
         if "showNumPages" in path_qs:
@@ -205,3 +206,29 @@ def test_redis_unreachable_at_start_is_one_line(workdir: Path) -> None:
     assert_no_traceback(result)
     errors = [line for line in result.stderr.splitlines() if line.startswith("trawl: error:")]
     assert len(errors) == 1 and "cannot reach Redis" in errors[0], result.stderr[-2000:]
+
+
+def test_two_scrapyd_jobs_on_one_source_share_one_budget(tmp_path: Path) -> None:
+    """scrapyd runs each job as its own process: with TRAWL_REDIS_URL, one budget for both."""
+    with (
+        RedisServer() as redis_server,
+        StartLine(dataset(PAGES), lines_per_page=1, runners=2) as server,
+        ScrapydServer(tmp_path / "scrapyd", max_proc=2) as scrapyd,
+    ):
+        scrapyd.deploy(ROOT)
+        settings = {
+            "WAYBACK_BASE_URL": server.base_url,
+            "TRAWL_REDIS_URL": redis_server.url,
+            "STORE_URI": f"sqlite:///{tmp_path / 'jobs.db'}",
+            **POLITE,
+            **BUDGET,
+        }
+        jobs = [scrapyd.schedule("wayback", settings=settings, domain=d, filters="no") for d in DOMAINS[1:]]
+        for job in jobs:
+            scrapyd.wait_finished(job, timeout=180)
+        logs = [scrapyd.job_log(job) for job in jobs]
+    for log in logs:
+        assert "Traceback" not in log and "] ERROR:" not in log, log[-3000:]
+    times = arrivals(server)
+    assert len(times) >= 2 * (PAGES + 1)
+    assert max_in_window(times, 2.0) <= 5, [round(t - times[0], 3) for t in times]
