@@ -141,12 +141,16 @@ def test_without_redis_three_processes_send_three_budgets(tmp_path: Path) -> Non
     with StartLine(dataset(PAGES), lines_per_page=1) as server:
         results = crawl_three(tmp_path, server, BUDGET, None)
     assert_all_ok(results)
-    assert max_in_window(arrivals(server), 2.0) > 5
+    most = max_in_window(arrivals(server), 2.0)
+    print(f"without Redis: {most} requests in one 2 s window, budget 5")
+    assert most > 2 * 5  # each process spent its own budget
 
 
 def test_retry_after_seen_by_one_pauses_all(tmp_path: Path) -> None:
     pause = 3
-    settings = {"RATE_LIMITS": '{"wayback": "20/1s"}', "SOURCE_CONCURRENCY": '{"wayback": 1}'}
+    # Slow enough (27 requests at 3 a second) that every crawl still has pages to fetch when
+    # the last one starts and the 429 comes.
+    settings = {"RATE_LIMITS": '{"wayback": "3/1s"}', "SOURCE_CONCURRENCY": '{"wayback": 1}'}
     with (
         RedisServer() as redis_server,
         RetryAfterOnceAllRun(dataset(8), lines_per_page=1, pause=pause) as server,
