@@ -23,6 +23,7 @@ from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
+from trawl.distributed.gatecheck import check_shared_gate
 from trawl.errors import TrawlError
 from trawl.exports.from_store import export_from_store
 from trawl.exports.written import say_what_was_written
@@ -110,6 +111,7 @@ class Command(ScrapyCrawlCommand):
             if uri:  # a bad STORE_URI would otherwise fail inside the reactor, with a traceback
                 check_store_uri(uri, plugins, self._store_needs())
             read_proxy_list(self.settings)  # a socks5 proxy: one line, not a traceback
+            check_shared_gate(self.settings)  # TRAWL_REDIS_URL that does not answer: one line
             self._check_paths()
             start_metrics(self.settings)  # a port in use: one line, before anything is sent
         except TrawlError as exc:
@@ -146,6 +148,7 @@ class Command(ScrapyCrawlCommand):
             if uri:
                 check_store_uri(uri, plugins, self._store_needs(exports=bool(feeds)))
             read_proxy_list(self.settings)
+            check_shared_gate(self.settings)
             self._check_paths()
             start_metrics(self.settings)
             job_id = uuid.uuid4().hex  # every source's run is part of this one job

@@ -205,11 +205,17 @@ class SourceLimiter:
 _limiters: dict[str, SourceLimiter] = {}
 
 
-def limiter_for(source: str, rate: str | None = None, concurrency: int = 8) -> SourceLimiter:
-    """The process-wide gate of a source (created on first use)."""
+def limiter_for(
+    source: str,
+    rate: str | None = None,
+    concurrency: int = 8,
+    make: Callable[[str, str | None, int], SourceLimiter] | None = None,
+) -> SourceLimiter:
+    """The process-wide gate of a source (created on first use, by ``make`` if given:
+    the gate shared through Redis, trawl.distributed.sharedgate)."""
     limiter = _limiters.get(source)
     if limiter is None:
-        limiter = _limiters[source] = SourceLimiter.from_spec(source, rate, concurrency)
+        limiter = _limiters[source] = (make or SourceLimiter.from_spec)(source, rate, concurrency)
     return limiter
 
 

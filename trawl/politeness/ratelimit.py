@@ -22,6 +22,7 @@ from scrapy.exceptions import DownloadConnectionRefusedError, DownloadFailedErro
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.error import ConnectError, ConnectionDone, ConnectionLost
 
+from trawl.distributed.connection import redis_url
 from trawl.politeness.aimd import Backpressure
 from trawl.politeness.gate import SourceLimiter, limiter_for
 from trawl.politeness.rates import format_duration
@@ -80,8 +81,18 @@ def source_rate(settings: BaseSettings, spider: Spider | type[Spider]) -> str | 
 
 
 def source_limiter(crawler: Crawler, spider: Spider) -> SourceLimiter:
+    """The source's gate in this process; with ``TRAWL_REDIS_URL``, shared by every process
+    through Redis (trawl.distributed.sharedgate, imported only then)."""
     settings = crawler.settings
-    return limiter_for(spider.name, source_rate(settings, spider), source_concurrency(settings, spider))
+    make = None
+    url = redis_url(settings)
+    if url:
+        from trawl.distributed.sharedgate import SharedLimiter
+
+        make = SharedLimiter.shared(url)
+    return limiter_for(
+        spider.name, source_rate(settings, spider), source_concurrency(settings, spider), make
+    )
 
 
 class RateLimitMiddleware:
