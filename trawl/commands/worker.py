@@ -14,6 +14,7 @@ from scrapy.spiderloader import get_spider_loader
 
 from trawl.distributed.commandline import fail, given_settings, open_queue
 from trawl.distributed.connection import SETTING
+from trawl.distributed.storecheck import claim_store, release_store
 from trawl.distributed.worker import Worker
 from trawl.errors import TrawlError
 from trawl.validation import validate_settings
@@ -73,4 +74,14 @@ class Command(ScrapyCommand):
             slots=opts.tasks,
             until_empty=opts.until_empty,
         )
-        self.exitcode = worker.run()
+        store_uri = own.get("STORE_URI") or str(self.settings.get("STORE_URI") or "")
+        try:
+            claim_store(queue, worker.id, store_uri)
+        except TrawlError as exc:
+            queue.release_all(worker.id)
+            self.exitcode = fail(self.settings, exc)
+            return
+        try:
+            self.exitcode = worker.run()
+        finally:
+            release_store(queue, worker.id)
