@@ -62,6 +62,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "trawl.sources.builtin",
     "trawl.stores.sqlite",
     "trawl.pipeline.builtins.url_filter",
+    "trawl.stores.postgresql",
 )
 
 #: Built-ins that ``TRAWL_PLUGINS_DISABLED`` may not name: canonical URLs and one
@@ -75,6 +76,7 @@ ESSENTIAL_PLUGINS: frozenset[str] = frozenset({"normalizer", "dedup"})
 _BUILTIN_NAMES = {
     "trawl.stores.sqlite": "sqlite_store",
     "trawl.stores.elasticsearch": "elasticsearch_store",
+    "trawl.stores.postgresql": "postgresql_store",
     "trawl.pipeline.builtins.normalize": "normalizer",
     "trawl.sources.builtin": "sources",
 }
