@@ -74,10 +74,11 @@ class PostgresSearcher:
         if self._parts:
             return
         self.con.execute(_PARTS_TABLE)
+        # A COPY per chunk: the connection cannot fetch from the cursor while a COPY is open on it.
         with self.con.cursor(name="trawl_parts") as urls, self.con.cursor() as cur:
             urls.execute("SELECT url FROM urls")
-            with cur.copy("COPY url_parts FROM STDIN") as copy:
-                while chunk := urls.fetchmany(_CHUNK):
+            while chunk := urls.fetchmany(_CHUNK):
+                with cur.copy("COPY url_parts FROM STDIN") as copy:
                     for (url,) in chunk:
                         copy.write_row(url_parts(url))
         self.con.execute("ANALYZE url_parts")
@@ -124,9 +125,9 @@ class PostgresSearcher:
             member = "(m::numeric)::text" if field.kind == "intset" else "m"
             only = r" AND m ~ '^-?[0-9]+$'" if field.kind == "intset" else ""
             sql = (
-                f"SELECT {member} AS value, count(DISTINCT u.url) AS n FROM {source}"
-                f" CROSS JOIN LATERAL unnest({column}) AS m WHERE {query.where}{only}"
-                ' GROUP BY value ORDER BY n DESC, value COLLATE "C" LIMIT %s'
+                f"SELECT value, n FROM (SELECT {member} AS value, count(DISTINCT u.url) AS n FROM {source}"
+                f" CROSS JOIN LATERAL unnest({column}) AS m WHERE {query.where}{only} GROUP BY 1) AS counted"
+                ' ORDER BY n DESC, value COLLATE "C" LIMIT %s'
             )
         else:
             sql = (
