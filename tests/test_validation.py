@@ -201,6 +201,8 @@ BAD = {
     "STORE_URI": "mysql://db/trawl",
     "SQLITE_SYNCHRONOUS": "SOMETIMES",
     "SQLITE_CACHE_MB": "64MB",
+    "POSTGRES_CONNECT_TIMEOUT": "0",
+    "POSTGRES_SYNCHRONOUS_COMMIT": "sometimes",
     "BATCH_COALESCE_ROWS": "-1",
     "STORE_BACKLOG_ROWS": "-5",
     "TRAWL_REDIS_URL": "http://127.0.0.1:6379",

@@ -63,6 +63,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "trawl.stores.sqlite",
     "trawl.pipeline.builtins.url_filter",
     "trawl.metrics",
+    "trawl.stores.postgresql",
 )
 
 #: Built-ins that ``TRAWL_PLUGINS_DISABLED`` may not name: canonical URLs and one
@@ -76,6 +77,7 @@ ESSENTIAL_PLUGINS: frozenset[str] = frozenset({"normalizer", "dedup"})
 _BUILTIN_NAMES = {
     "trawl.stores.sqlite": "sqlite_store",
     "trawl.stores.elasticsearch": "elasticsearch_store",
+    "trawl.stores.postgresql": "postgresql_store",
     "trawl.pipeline.builtins.normalize": "normalizer",
     "trawl.sources.builtin": "sources",
 }

@@ -1,0 +1,24 @@
+"""The PostgreSQL store (``STORE_URI=postgresql://user[:password]@host[:port]/db``), registered
+the way a third-party store is; the shared store of distributed runs.
+
+* :mod:`.connection`: the URI checked, its password masked, the server probed at start;
+* :mod:`.schema`: the tables, and the merge rule as one ``INSERT ... ON CONFLICT`` statement;
+* :mod:`.merge`: a batch ``COPY``-ed into the staging table and merged;
+* :mod:`.writer`: the store's writer thread (the reactor never waits on the server);
+* :mod:`.store`: :class:`PostgresStore`, the contract's Protocols;
+* :mod:`.reading`: exports, ``trawl report``;
+* :mod:`.query`, :mod:`.search`: ``trawl search``, the query language as PostgreSQL SQL;
+* :mod:`.errors`: failures as one line naming the cause.
+"""
+
+from __future__ import annotations
+
+from trawl import hookimpl
+from trawl.stores.postgresql.store import PostgresStore
+
+__all__ = ["PostgresStore", "trawl_register_stores"]
+
+
+@hookimpl
+def trawl_register_stores() -> dict[str, type[PostgresStore]]:
+    return {"postgresql": PostgresStore, "postgres": PostgresStore}
