@@ -363,3 +363,40 @@ def make_dump_table_body() -> bytes:
         text = "".join(rng.choice(['"', "\n", ",", "x", "y", " "]) for _ in range(rng.randrange(0, 40)))
         lines.append(f'{i},"{text.replace(chr(34), chr(34) * 2)}",{rng.choice(["t", "f", ""])}')
     return ("\n".join(lines) + "\n").encode()
+
+
+def test_big_tables_come_in_batches_of_crates_batch_rows(workdir: Path) -> None:
+    """2,500 versions in batches of 1,000, each its own ledger page; every row stored once."""
+    versions = [
+        {"id": n, "crate_id": 1 + n % 3, "num": f"0.{n}.0", "downloads": n, "yanked": n % 7 == 0}
+        for n in range(1, 2501)
+    ]
+    tables = {**TABLES, "versions": (VERSION_COLUMNS, versions)}
+    with FakeCratesDumpServer(make_dump(tables)) as server:
+        result = crawl_crates(workdir, server.dump_url, "-s", "CRATES_BATCH_ROWS=1000")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert rows(workdir, "SELECT count(*), sum(downloads), sum(yanked) FROM version_records") == [
+        (2500, sum(range(1, 2501)), sum(1 for n in range(1, 2501) if n % 7 == 0))
+    ]
+    pages = rows(workdir, "SELECT page, rows FROM pages WHERE page LIKE '%/versions#%' ORDER BY page")
+    assert pages == [
+        ("2026-09-01-020003/versions#1", 1000),
+        ("2026-09-01-020003/versions#2", 1000),
+        ("2026-09-01-020003/versions#3", 500),
+    ]
+
+
+def test_crawl_all_runs_crates_only_when_named() -> None:
+    """``crawl all -a domain=`` is about a domain: the 1.7 GiB dump is not part of it."""
+    from scrapy.utils.project import get_project_settings
+
+    from trawl.run.crawl_all import check_all
+    from trawl.sources.loader import PluginSpiderLoader
+
+    settings = get_project_settings()
+    loader = PluginSpiderLoader(settings)
+    assert "crates" in loader.list()
+    names, _, _ = check_all(loader, settings, {"domain": "example.com"})
+    assert "crates" not in names and "wayback" in names
+    names, _, _ = check_all(loader, settings, {"sources": "crates"})
+    assert names == ["crates"]

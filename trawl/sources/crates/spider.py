@@ -28,6 +28,7 @@ from twisted.internet import threads
 
 from trawl.errors import TrawlUsageError
 from trawl.run.counts import counted
+from trawl.run.stopping import is_stopping
 from trawl.settings_checks import Setting, http_url, whole
 from trawl.sources.base import Source
 from trawl.sources.crates.dump import DumpInfo, read_dump
@@ -93,6 +94,11 @@ class CratesSpider(Source):
         batches = read_dump(io.BytesIO(response.body), info, self.batch_rows)
         rows = 0
         while True:
+            if is_stopping(self.crawler):  # Ctrl-C, a store error: a real dump has minutes left
+                self.logger.warning(
+                    "%s: stopped while reading the db-dump; it is read again next run", self.name
+                )
+                return
             try:
                 read = await maybe_deferred_to_future(threads.deferToThread(next, batches, None))
             except DumpError as exc:
