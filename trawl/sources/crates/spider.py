@@ -27,6 +27,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
 from trawl.errors import TrawlUsageError
+from trawl.pipeline.backlog import StoreBacklog
 from trawl.run.counts import counted
 from trawl.run.stopping import is_stopping
 from trawl.settings_checks import Setting, http_url, whole
@@ -94,7 +95,7 @@ class CratesSpider(Source):
         batches = read_dump(io.BytesIO(response.body), info, self.batch_rows)
         rows = 0
         while True:
-            if is_stopping(self.crawler):  # Ctrl-C, a store error: a real dump has minutes left
+            if not await self._store_caught_up():  # the crawl stops (Ctrl-C, a store error)
                 self.logger.warning(
                     "%s: stopped while reading the db-dump; it is read again next run", self.name
                 )
@@ -116,3 +117,18 @@ class CratesSpider(Source):
             counted(rows, "row"),
             info.timestamp or "at an unknown time",
         )
+
+    async def _store_caught_up(self) -> bool:
+        """Wait while the store is more than ``STORE_BACKLOG_ROWS`` rows behind; False if the crawl stops.
+
+        :class:`~trawl.pipeline.backlog.StoreBacklog` pauses the engine, which
+        holds back requests, not a callback's items: without this wait the reader
+        ran ahead of the SQLite writer (840,000 rows read in 4 s, written in 15 s)
+        and a real dump's tables would pile up in memory. 50 ms steps: a fraction of
+        the ~1 s of writing the bound stands for.
+        """
+        limit = int(self.crawler.settings.getint("STORE_BACKLOG_ROWS"))
+        while limit and StoreBacklog.rows > limit:
+            if not await self.wait(0.05):
+                return False
+        return not is_stopping(self.crawler)
