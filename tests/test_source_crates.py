@@ -400,3 +400,27 @@ def test_crawl_all_runs_crates_only_when_named() -> None:
     assert "crates" not in names and "wayback" in names
     names, _, _ = check_all(loader, settings, {"sources": "crates"})
     assert names == ["crates"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "tables", "message"),
+    [
+        ("/gone.tar.gz", None, None, "HTTP 404 from http://127.0.0.1:"),
+        ("/db-dump.tar.gz", b"<!DOCTYPE html><html><body>Maintenance</body></html>", None,
+         "sent an HTML page instead of a tar.gz"),
+        ("/db-dump.tar.gz", None, {"versions": (["id", "crate_id", "created_at"], [{"id": 1}])},
+         "versions.csv has no column num (columns: id, crate_id, created_at)"),
+        ("/db-dump.tar.gz", None, {"dependencies": (DEPENDENCY_COLUMNS, [{**DEPENDENCIES[0], "kind": 7}])},
+         "dependencies.csv: kind '7' is not 0, 1 or 2"),
+    ],
+)  # fmt: skip
+def test_what_cannot_be_read_is_one_error_line_naming_it(
+    workdir: Path, path: str, body: bytes | None, tables: dict | None, message: str
+) -> None:
+    dump = body if body is not None else make_dump(tables or TABLES)
+    with FakeCratesDumpServer(dump) as server:
+        result = crawl_crates(workdir, server.base_url + path)
+    assert_no_traceback(result)
+    assert result.returncode == 1
+    assert len(result.errors) == 1, result.errors
+    assert message in result.errors[0]
