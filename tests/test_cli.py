@@ -184,6 +184,7 @@ def test_list_plugins_settings_and_version_from_elsewhere(outside: Path) -> None
     assert listed.stdout.split() == [
         "all",
         "commoncrawl",
+        "crates",
         "ghostarchive",
         "intelx",
         "otx",

@@ -258,6 +258,8 @@ BAD = {
     "VIRUSTOTAL_BASE_URL": "virustotal",
     "VIRUSTOTAL_QUOTA_WAIT": "a minute",
     "INTELX_BASE_URL": "intelx",
+    "CRATES_DUMP_URL": "static.crates.io/db-dump.tar.gz",
+    "CRATES_BATCH_ROWS": "999",
     "INTELX_FALLBACK_BASE_URL": "free.intelx.io",
     "INTELX_MAX_RESULTS": "0",
     "INTELX_PAGE_SIZE": "0",

@@ -74,8 +74,15 @@ class Coalescer:
             self._timer.cancel()
         self._timer = None
         waiting, self._waiting, self._held_rows = self._waiting, [], 0
-        if not waiting:
-            return
+        # A source may yield several record kinds (crates.io: crates, versions...): each
+        # kind's batches coalesce among themselves, in the order they came.
+        kinds: dict[type[Batch], list[tuple[Batch, Deferred[Batch]]]] = {}
+        for entry in waiting:
+            kinds.setdefault(type(entry[0]), []).append(entry)
+        for group in kinds.values():
+            await self._flush_group(group)
+
+    async def _flush_group(self, waiting: list[tuple[Batch, Deferred[Batch]]]) -> None:
         if len(waiting) == 1:
             await self._one(*waiting[0])
             return

@@ -129,6 +129,9 @@ def check_all(
     """The sources ``all`` runs, their classes and whether the user named them; bad arguments raise."""
     names, explicit = select_sources(loader.list(), arguments)
     classes = [loader.load(name) for name in names]
+    if not explicit:  # a source that is not about a domain (crates.io's dump) runs when named
+        chosen = [(n, c) for n, c in zip(names, classes, strict=True) if getattr(c, "in_crawl_all", True)]
+        names, classes = [n for n, _ in chosen], [c for _, c in chosen]
     check_unused(classes, arguments)
     for spidercls in classes:
         spidercls.check_arguments(settings, arguments_for(spidercls, arguments))

@@ -111,6 +111,9 @@ class Source(scrapy.Spider):
     api_key_setting: ClassVar[str] = ""
     #: Without a key the source is skipped (one warning line), not failed.
     api_key_required: ClassVar[bool] = False
+    #: ``crawl all`` runs it unless the user names other sources; False: only when named
+    #: (``-a sources=``): a source that is not about a domain, such as the crates.io dump.
+    in_crawl_all: ClassVar[bool] = True
 
     limit_requests: int
     base_url: str

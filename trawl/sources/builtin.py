@@ -3,6 +3,8 @@
 Every built-in source comes through ``trawl_register_sources``, none through
 ``SPIDER_MODULES``: what ``scrapy list`` offers is exactly what the registered
 plugins offer, and disabling this plugin leaves only third-party sources.
+:data:`BUILTIN_SOURCES` are the URL sources; :data:`BUILTIN_RECORD_SOURCES` those
+of other record kinds (crates.io).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from scrapy import Spider
 from trawl import hookimpl
 from trawl.sources.cdx.commoncrawl import CommonCrawlSpider
 from trawl.sources.cdx.wayback import WaybackSpider
+from trawl.sources.crates.spider import CratesSpider
 from trawl.sources.ghostarchive import GhostarchiveSpider
 from trawl.sources.intelx import IntelxSpider
 from trawl.sources.otx import OtxSpider
@@ -28,7 +31,11 @@ BUILTIN_SOURCES: tuple[type[Spider], ...] = (
     GhostarchiveSpider,
 )
 
+#: Built-in sources of other record kinds: they take no domain, and ``crawl all`` runs
+#: them only when named (``-a sources=crates``).
+BUILTIN_RECORD_SOURCES: tuple[type[Spider], ...] = (CratesSpider,)
+
 
 @hookimpl
 def trawl_register_sources() -> dict[str, type[Spider]]:
-    return {spidercls.name: spidercls for spidercls in BUILTIN_SOURCES}
+    return {spidercls.name: spidercls for spidercls in (*BUILTIN_SOURCES, *BUILTIN_RECORD_SOURCES)}

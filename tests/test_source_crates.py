@@ -1,0 +1,426 @@
+"""``trawl crawl crates``: the crates.io db-dump into the store, through the URL sources' pipeline.
+
+The dump is generated here (tests/servers/crates_dump.py) with the real layout
+and PostgreSQL's CSV conventions, and the cases that break naive loaders: columns
+in no schema order with an unknown one inserted mid-row (read by header name), a
+description of more than 131,072 bytes over many lines with quotes and commas,
+``{a,b}`` arrays, ``t``/``f``, NULL as an unquoted empty field beside ``""``, and a
+timestamp with PostgreSQL's ``+00``. The expected rows are written from the same
+dicts, not from the reader.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import sqlite3
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.servers.crates_dump import FakeCratesDumpServer, make_dump
+from trawl.sources.crates.blocks import record_blocks
+
+BIG = "\n".join(f'line {i}: "quoted", with commas, {"x" * 60}' for i in range(2200))
+assert len(BIG) > 131_072
+
+CRATE_COLUMNS = [
+    "created_at",
+    "description",
+    "documentation",
+    "homepage",
+    "id",
+    "max_features",
+    "max_upload_size",
+    "name",
+    "readme",
+    "repository",
+    "trustpub_only",
+    "updated_at",
+]
+CRATES = [
+    {
+        "id": 1,
+        "name": "serde",
+        "created_at": "2014-12-05 20:20:39.487502",
+        "description": BIG,
+        "documentation": "",
+        "homepage": None,
+        "repository": "https://github.com/serde-rs/serde",
+        "readme": '# serde\n\nA "framework",\nfor serializing',
+        "trustpub_only": False,
+        "updated_at": "2026-08-30 10:00:00.5",
+    },
+    {
+        "id": 2,
+        "name": "tokio",
+        "created_at": "2016-07-01 00:00:00",
+        "description": "An event-driven, I/O platform",
+        "documentation": "https://docs.rs/tokio",
+        "homepage": "https://tokio.rs",
+        "repository": None,
+        "readme": None,
+        "trustpub_only": True,
+        "updated_at": "2026-08-31 09:08:07.000001+00",
+    },
+    {"id": 3, "name": "tiny", "created_at": "2020-01-01 00:00:00", "updated_at": "2020-01-02 00:00:00"},
+]
+VERSION_COLUMNS = [
+    "bin_names",
+    "checksum",
+    "crate_id",
+    "inserted_mid_row",
+    "crate_size",
+    "created_at",
+    "downloads",
+    "edition",
+    "has_lib",
+    "id",
+    "license",
+    "num",
+    "rust_version",
+    "updated_at",
+    "yanked",
+]
+VERSIONS = [
+    {
+        "id": 11,
+        "crate_id": 1,
+        "num": "1.0.200",
+        "created_at": "2026-08-30 10:00:00",
+        "downloads": 1000,
+        "yanked": False,
+        "license": "MIT OR Apache-2.0",
+        "crate_size": 77000,
+        "rust_version": "1.31",
+        "bin_names": [],
+        "inserted_mid_row": "new, column",
+        "updated_at": "2026-08-30 10:00:00",
+    },
+    {
+        "id": 12,
+        "crate_id": 1,
+        "num": "1.0.199",
+        "created_at": "2026-08-01 10:00:00",
+        "downloads": 5,
+        "yanked": True,
+        "license": None,
+        "bin_names": ["serde-cli", "x y"],
+        "updated_at": "2026-08-02 10:00:00",
+    },
+    {
+        "id": 21,
+        "crate_id": 2,
+        "num": "1.40.0",
+        "created_at": "2026-08-31 09:08:07",
+        "downloads": 0,
+        "yanked": False,
+        "license": "MIT",
+        "has_lib": True,
+        "updated_at": "2026-08-31 09:08:07",
+    },
+    {
+        "id": 31,
+        "crate_id": 3,
+        "num": "0.1.0",
+        "created_at": "2020-01-01 00:00:00",
+        "downloads": 2,
+        "yanked": False,
+        "license": "",
+        "updated_at": "2020-01-01 00:00:00",
+    },
+]
+DEPENDENCY_COLUMNS = [
+    "crate_id",
+    "default_features",
+    "explicit_name",
+    "features",
+    "id",
+    "kind",
+    "optional",
+    "req",
+    "target",
+    "version_id",
+]
+DEPENDENCIES = [
+    {
+        "id": 100,
+        "version_id": 21,
+        "crate_id": 1,
+        "req": "^1.0",
+        "features": ["derive", "std"],
+        "kind": 0,
+        "optional": False,
+        "default_features": True,
+    },
+    {
+        "id": 101,
+        "version_id": 21,
+        "crate_id": 3,
+        "req": ">=0.1, <0.3",
+        "features": [],
+        "kind": 2,
+        "optional": True,
+        "default_features": False,
+        "target": "cfg(unix)",
+        "explicit_name": "tiny2",
+    },
+    {
+        "id": 102,
+        "version_id": 11,
+        "crate_id": 3,
+        "req": "=0.1.0",
+        "features": ["a b"],
+        "kind": 1,
+        "optional": False,
+        "default_features": True,
+    },
+]
+TABLES = {
+    "crates": (CRATE_COLUMNS, CRATES),
+    "crate_downloads": (
+        ["crate_id", "downloads"],
+        [
+            {"crate_id": 1, "downloads": 500_000_000},
+            {"crate_id": 2, "downloads": 300},
+            {"crate_id": 3, "downloads": 0},
+        ],
+    ),
+    "default_versions": (
+        ["crate_id", "num_versions", "version_id"],
+        [{"crate_id": 1, "version_id": 11, "num_versions": 2}, {"crate_id": 2, "version_id": 21}],
+    ),
+    "versions": (VERSION_COLUMNS, VERSIONS),
+    "dependencies": (DEPENDENCY_COLUMNS, DEPENDENCIES),
+    "keywords": (
+        ["crates_cnt", "created_at", "id", "keyword"],
+        [{"id": 1, "keyword": "serde", "crates_cnt": 9}],
+    ),
+}
+
+EXPECTED_CRATES = [
+    (
+        1,
+        "serde",
+        "2014-12-05T20:20:39.487502Z",
+        "2026-08-30T10:00:00.5Z",
+        BIG,
+        None,
+        "",
+        "https://github.com/serde-rs/serde",
+        500_000_000,
+        11,
+    ),
+    (
+        2,
+        "tokio",
+        "2016-07-01T00:00:00Z",
+        "2026-08-31T09:08:07.000001Z",
+        "An event-driven, I/O platform",
+        "https://tokio.rs",
+        "https://docs.rs/tokio",
+        None,
+        300,
+        21,
+    ),
+    (3, "tiny", "2020-01-01T00:00:00Z", "2020-01-02T00:00:00Z", None, None, None, None, 0, None),
+]
+EXPECTED_VERSIONS = [
+    (
+        11,
+        1,
+        "1.0.200",
+        "2026-08-30T10:00:00Z",
+        "2026-08-30T10:00:00Z",
+        1000,
+        0,
+        "MIT OR Apache-2.0",
+        77000,
+        "1.31",
+    ),
+    (12, 1, "1.0.199", "2026-08-01T10:00:00Z", "2026-08-02T10:00:00Z", 5, 1, None, None, None),
+    (21, 2, "1.40.0", "2026-08-31T09:08:07Z", "2026-08-31T09:08:07Z", 0, 0, "MIT", None, None),
+    (31, 3, "0.1.0", "2020-01-01T00:00:00Z", "2020-01-01T00:00:00Z", 2, 0, "", None, None),
+]
+EXPECTED_DEPENDENCIES = [
+    (100, 21, 1, "^1.0", 0, 1, '["derive","std"]', None, "normal", None),
+    (101, 21, 3, ">=0.1, <0.3", 1, 0, "[]", "cfg(unix)", "dev", "tiny2"),
+    (102, 11, 3, "=0.1.0", 0, 1, '["a b"]', None, "build", None),
+]
+
+CRATE_SQL = (
+    "SELECT id, name, created_at, updated_at, description, homepage, documentation, repository,"
+    " downloads, default_version_id FROM crate_records ORDER BY id"
+)
+VERSION_SQL = (
+    "SELECT id, crate_id, num, created_at, updated_at, downloads, yanked, license, crate_size,"
+    " rust_version FROM version_records ORDER BY id"
+)
+DEPENDENCY_SQL = (
+    "SELECT id, version_id, crate_id, req, optional, default_features, features, target, kind,"
+    " explicit_name FROM dependency_records ORDER BY id"
+)
+
+
+def crawl_crates(workdir: Path, url: str, *extra: str) -> CrawlResult:
+    settings = {"CRATES_DUMP_URL": url, "STORE_URI": "sqlite:///x.db"}
+    return run_scrapy(workdir, *crawl_args("crates", None, settings, *extra))
+
+
+def rows(workdir: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(workdir / "x.db") as con:
+        return con.execute(sql).fetchall()
+
+
+def test_a_dump_is_stored_row_for_row_and_a_rerun_doubles_nothing(workdir: Path) -> None:
+    with FakeCratesDumpServer(make_dump(TABLES)) as server:
+        first = crawl_crates(workdir, server.dump_url)
+        assert_no_traceback(first)
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert [(r.method, r.path) for r in server.requests] == [("GET", "/db-dump.tar.gz")]
+        assert rows(workdir, CRATE_SQL) == EXPECTED_CRATES
+        assert rows(workdir, VERSION_SQL) == EXPECTED_VERSIONS
+        assert rows(workdir, DEPENDENCY_SQL) == EXPECTED_DEPENDENCIES
+        assert "read the db-dump 2026-09-01-020003 (5 tables, 15 rows, exported 2026-09-01T02:00:03Z)" in (
+            first.stderr
+        )
+
+        second = crawl_crates(workdir, server.dump_url)
+        assert second.returncode == 0, second.stderr[-3000:]
+    assert rows(workdir, CRATE_SQL) == EXPECTED_CRATES
+    assert rows(workdir, VERSION_SQL) == EXPECTED_VERSIONS
+    assert rows(workdir, DEPENDENCY_SQL) == EXPECTED_DEPENDENCIES
+    for table in ("crate_records", "version_records", "dependency_records"):
+        assert rows(workdir, f"SELECT DISTINCT first_run, last_run FROM {table}") == [(1, 2)]
+    assert rows(workdir, "SELECT run, source, domain FROM runs ORDER BY run") == [
+        (1, "crates", None),
+        (2, "crates", None),
+    ]
+
+
+def test_a_truncated_archive_is_one_error_line(workdir: Path) -> None:
+    dump = make_dump(TABLES)
+    with FakeCratesDumpServer(dump[: len(dump) * 2 // 3]) as server:
+        result = crawl_crates(workdir, server.dump_url)
+    assert_no_traceback(result)
+    assert result.returncode == 1
+    assert len(result.errors) == 1, result.errors
+    assert "crates: the db-dump http://127.0.0.1:" in result.errors[0]
+    assert "the archive is cut short or corrupt" in result.errors[0]
+
+
+def test_not_a_dump_is_one_error_line(workdir: Path) -> None:
+    with FakeCratesDumpServer(b"\x1f\x8b not really gzip") as server:
+        result = crawl_crates(workdir, server.dump_url)
+    assert_no_traceback(result)
+    assert result.returncode == 1
+    assert len(result.errors) == 1 and "cut short or corrupt" in result.errors[0], result.errors
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (("-a", "mode=api"), "-a mode=api of the crates source is not built yet (built: dump)"),
+        (("-a", "mode=zip"), "-a mode= of the crates source must be one of dump, got 'zip'"),
+        (("-a", "domain=example.com"), "unknown argument for the crates source: -a domain="),
+    ],
+)
+def test_bad_arguments_are_one_line_and_send_nothing(workdir: Path, arguments: tuple, message: str) -> None:
+    with FakeCratesDumpServer(make_dump(TABLES)) as server:
+        result = crawl_crates(workdir, server.dump_url, *arguments)
+        assert server.requests == []
+    assert_no_traceback(result)
+    assert result.returncode == 2
+    assert message in result.stderr
+
+
+def test_a_bad_dump_url_is_one_line(workdir: Path) -> None:
+    result = crawl_crates(workdir, "ftp://example.com/db-dump.tar.gz")
+    assert_no_traceback(result)
+    assert result.returncode == 2
+    assert "CRATES_DUMP_URL must be an http(s) URL" in result.stderr
+
+
+def test_blocks_hold_whole_records_whatever_the_block_size() -> None:
+    """Quoted line breaks and escaped quotes never cut a record, at any block size."""
+    header, body = b"a,b,c\n", make_dump_table_body()
+    whole = pl.read_csv(io.BytesIO(header + body), infer_schema=False)
+    sizes = [1, 2, 3, 7, 64, 1000, 1 << 20, *random.Random(7).sample(range(4, 5000), 20)]
+    for size in sizes:
+        blocks = list(record_blocks(io.BytesIO(header + body), size))
+        assert all(h == header for h, _ in blocks)
+        assert pl.concat([pl.read_csv(io.BytesIO(h + b), infer_schema=False) for h, b in blocks]).equals(
+            whole
+        )
+
+
+def make_dump_table_body() -> bytes:
+    rng = random.Random(3)
+    lines = []
+    for i in range(300):
+        text = "".join(rng.choice(['"', "\n", ",", "x", "y", " "]) for _ in range(rng.randrange(0, 40)))
+        lines.append(f'{i},"{text.replace(chr(34), chr(34) * 2)}",{rng.choice(["t", "f", ""])}')
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_big_tables_come_in_batches_of_crates_batch_rows(workdir: Path) -> None:
+    """2,500 versions in batches of 1,000, each its own ledger page; every row stored once."""
+    versions = [
+        {"id": n, "crate_id": 1 + n % 3, "num": f"0.{n}.0", "downloads": n, "yanked": n % 7 == 0}
+        for n in range(1, 2501)
+    ]
+    tables = {**TABLES, "versions": (VERSION_COLUMNS, versions)}
+    with FakeCratesDumpServer(make_dump(tables)) as server:
+        result = crawl_crates(workdir, server.dump_url, "-s", "CRATES_BATCH_ROWS=1000")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert rows(workdir, "SELECT count(*), sum(downloads), sum(yanked) FROM version_records") == [
+        (2500, sum(range(1, 2501)), sum(1 for n in range(1, 2501) if n % 7 == 0))
+    ]
+    pages = rows(workdir, "SELECT page, rows FROM pages WHERE page LIKE '%/versions#%' ORDER BY page")
+    assert pages == [
+        ("2026-09-01-020003/versions#1", 1000),
+        ("2026-09-01-020003/versions#2", 1000),
+        ("2026-09-01-020003/versions#3", 500),
+    ]
+
+
+def test_crawl_all_runs_crates_only_when_named() -> None:
+    """``crawl all -a domain=`` is about a domain: the 1.7 GiB dump is not part of it."""
+    from scrapy.utils.project import get_project_settings
+
+    from trawl.run.crawl_all import check_all
+    from trawl.sources.loader import PluginSpiderLoader
+
+    settings = get_project_settings()
+    loader = PluginSpiderLoader(settings)
+    assert "crates" in loader.list()
+    names, _, _ = check_all(loader, settings, {"domain": "example.com"})
+    assert "crates" not in names and "wayback" in names
+    names, _, _ = check_all(loader, settings, {"sources": "crates"})
+    assert names == ["crates"]
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "tables", "message"),
+    [
+        ("/gone.tar.gz", None, None, "HTTP 404 from http://127.0.0.1:"),
+        ("/db-dump.tar.gz", b"<!DOCTYPE html><html><body>Maintenance</body></html>", None,
+         "sent an HTML page instead of a tar.gz"),
+        ("/db-dump.tar.gz", None, {"versions": (["id", "crate_id", "created_at"], [{"id": 1}])},
+         "versions.csv has no column num (columns: id, crate_id, created_at)"),
+        ("/db-dump.tar.gz", None, {"dependencies": (DEPENDENCY_COLUMNS, [{**DEPENDENCIES[0], "kind": 7}])},
+         "dependencies.csv: kind '7' is not 0, 1 or 2"),
+    ],
+)  # fmt: skip
+def test_what_cannot_be_read_is_one_error_line_naming_it(
+    workdir: Path, path: str, body: bytes | None, tables: dict | None, message: str
+) -> None:
+    dump = body if body is not None else make_dump(tables or TABLES)
+    with FakeCratesDumpServer(dump) as server:
+        result = crawl_crates(workdir, server.base_url + path)
+    assert_no_traceback(result)
+    assert result.returncode == 1
+    assert len(result.errors) == 1, result.errors
+    assert message in result.errors[0]

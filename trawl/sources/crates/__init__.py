@@ -1,0 +1,13 @@
+"""The crates.io source: the registry's metadata as record kinds of their own (issue 17).
+
+Modules, each with one concern:
+
+* :mod:`.records`: the record kinds (``crate``, ``version``, ``dependency``), declared
+  with their key and merge rule, so every store keeps them without knowing crates.io;
+* :mod:`.blocks`: a CSV member cut into blocks of whole records, as a stream
+  (quoted fields span lines, so a line splitter breaks rows);
+* :mod:`.tables`: one dump table's block to a batch frame, by header name, with
+  PostgreSQL's CSV conventions (``t``/``f``, ``{a,b}``, empty = NULL);
+* :mod:`.dump`: the db-dump tar.gz read as a stream (``tarfile`` mode ``r|gz``);
+* :mod:`.spider`: the ``crates`` source (``trawl crawl crates``).
+"""

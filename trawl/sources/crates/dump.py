@@ -1,0 +1,113 @@
+"""The crates.io db-dump (``db-dump.tar.gz``) read as a stream: no table whole in memory, nothing on disk.
+
+The tarball holds one folder named for its time (``2026-09-01-020003/``) with
+``metadata.json`` and ``data/<table>.csv``. A gzip'd tar can only be read in
+order (crates.io#2078), so it is read once, with ``tarfile`` mode ``r|gz``:
+each table of :data:`~.tables.TABLES` is cut into blocks of whole records
+(:mod:`.blocks`), each parsed by polars and converted in whole columns
+(:mod:`.tables`), and handed on as it is read; every other member is skipped
+unread. :func:`read_dump` is a plain generator: the spider steps it in a thread,
+one batch at a time, so the pipeline's pace bounds what is in memory.
+"""
+
+from __future__ import annotations
+
+import re
+import tarfile
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import BinaryIO
+
+import orjson
+import polars as pl
+
+from trawl.records.batches import Batch
+from trawl.sources.crates.blocks import BLOCK_BYTES, record_blocks
+from trawl.sources.crates.tables import TABLES, DumpError, read_block
+
+_MEMBER = re.compile(r"(?P<top>[^/]+)/(?:(?P<meta>metadata\.json)|data/(?P<table>[a-z_]+)\.csv)")
+
+
+@dataclass
+class DumpBatch:
+    """Rows of one table, as the record kind they become, with where they came from."""
+
+    batch_type: type[Batch]
+    frame: pl.DataFrame
+    table: str
+    #: The dump's folder name (its export time), and this table's block number.
+    snapshot: str
+    number: int
+
+    @property
+    def page(self) -> str:
+        """The page key of the ledger: unique per dump, table and block."""
+        return f"{self.snapshot}/{self.table}#{self.number}"
+
+
+@dataclass
+class DumpInfo:
+    """What the dump says of itself, filled in as its members go by."""
+
+    snapshot: str = ""
+    timestamp: str = ""
+    commit: str = ""
+    tables: int = 0
+
+
+def read_dump(
+    stream: BinaryIO, info: DumpInfo, batch_rows: int = 50_000, block_bytes: int = BLOCK_BYTES
+) -> Iterator[DumpBatch]:
+    """Batches of at most ``batch_rows`` rows, table by table in archive order.
+
+    Raises :class:`DumpError` for an archive that is cut short or corrupt, a
+    member outside the dump's layout is skipped, a table that cannot be read is
+    named with what is wrong.
+    """
+    try:
+        with tarfile.open(fileobj=stream, mode="r|gz") as archive:
+            for member in archive:
+                found = _MEMBER.fullmatch(member.name)
+                if not found or not member.isfile():
+                    continue
+                info.snapshot = info.snapshot or found["top"]
+                handle = archive.extractfile(member)
+                if handle is None:
+                    continue
+                if found["meta"]:
+                    _read_metadata(handle.read(), info)
+                elif found["table"] in TABLES:
+                    info.tables += 1
+                    yield from _read_table(handle, found["table"], info.snapshot, batch_rows, block_bytes)
+    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        raise DumpError(f"the archive is cut short or corrupt ({exc or type(exc).__name__})") from None
+    if not info.snapshot:
+        raise DumpError("not a crates.io db-dump: no <date>/data/*.csv or metadata.json in the archive")
+
+
+def _read_metadata(raw: bytes, info: DumpInfo) -> None:
+    try:
+        meta = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise DumpError("metadata.json is not JSON") from None
+    if isinstance(meta, dict):
+        info.timestamp = str(meta.get("timestamp") or "")
+        info.commit = str(meta.get("crates_io_commit") or "")
+
+
+def _read_table(
+    handle: BinaryIO, table: str, snapshot: str, batch_rows: int, block_bytes: int
+) -> Iterator[DumpBatch]:
+    batch_type, convert = TABLES[table]
+    number = 0
+    try:
+        for header, block in record_blocks(handle, block_bytes):
+            frame = convert(read_block(header, block, table))
+            for start in range(0, frame.height, batch_rows):
+                number += 1
+                yield DumpBatch(batch_type, frame.slice(start, batch_rows), table, snapshot, number)
+    except ValueError as exc:
+        if isinstance(exc, DumpError):
+            raise
+        raise DumpError(f"{table}.csv: {exc}") from None

@@ -1,0 +1,191 @@
+"""One dump table's block of records to a batch frame: by header name, in whole columns.
+
+PostgreSQL's ``\\copy ... CSV HEADER`` conventions, as polars reads them with
+every column as text: an unquoted empty field is null (NULL), a quoted one an
+empty string; booleans are ``t``/``f``; arrays ``{a,b}`` (an element quoted
+only when it holds a comma, a brace, a quote, a backslash or a space, which
+feature names never do: those rows are read element by element, the rest
+split in polars); ``dependencies.kind`` is 0 normal, 1 build, 2 dev.
+
+Columns are picked by name, never by position: crates.io has inserted columns
+mid-row (crates.io#9081). A column a table lacks (an older dump) is null; a
+column a record needs that is missing is a :class:`DumpError`.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+
+import polars as pl
+
+from trawl.records.batches import Batch
+from trawl.sources.crates.records import CrateBatch, DependencyBatch, VersionBatch
+
+
+class DumpError(ValueError):
+    """The dump cannot be read as crates.io writes it: the message says what and where."""
+
+
+def read_block(header: bytes, block: bytes, table: str) -> pl.DataFrame:
+    """A block of whole CSV records (:mod:`.blocks`) as text columns named by the header."""
+    try:
+        return pl.read_csv(io.BytesIO(header + block), infer_schema=False, quote_char='"')
+    except pl.exceptions.PolarsError as exc:
+        raise DumpError(f"{table}.csv: malformed CSV ({str(exc).splitlines()[0][:200]})") from None
+
+
+def timestamp(name: str) -> pl.Expr:
+    """``2020-01-01 12:11:10.999999`` (UTC, maybe with ``+00``) as the API spells it: ``...T...Z``."""
+    text = pl.col(name).str.strip_suffix("+00:00").str.strip_suffix("+00")
+    return pl.when(text.is_null()).then(None).otherwise(text.str.replace(" ", "T") + "Z").alias(name)
+
+
+def boolean(name: str) -> pl.Expr:
+    return pl.col(name).replace_strict({"t": True, "f": False}, default=None, return_dtype=pl.Boolean)
+
+
+def integer(name: str) -> pl.Expr:
+    return pl.col(name).cast(pl.Int64, strict=False)
+
+
+def _array_elements(text: str) -> list[str]:
+    """One PostgreSQL array literal's elements, quoting and backslashes honoured (the rare row)."""
+    elements: list[str] = []
+    current: list[str] = []
+    quoted = escaped = was_quoted = False
+    for char in text[1:-1]:
+        if escaped:
+            current.append(char)
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == '"':
+            quoted, was_quoted = not quoted, True
+        elif char == "," and not quoted:
+            elements.append("".join(current))
+            current, was_quoted = [], False
+        else:
+            current.append(char)
+    if current or was_quoted or elements:
+        elements.append("".join(current))
+    return elements
+
+
+def json_array(name: str, frame: pl.DataFrame) -> pl.Series:
+    """A ``{a,b}`` column as JSON arrays of text (``["a","b"]``), null staying null."""
+    column = frame.get_column(name)
+    plain = column.str.strip_prefix("{").str.strip_suffix("}")
+    split = pl.when(plain == "").then(pl.lit([], dtype=pl.List(pl.String))).otherwise(plain.str.split(","))
+    lists = frame.select(split.alias(name)).get_column(name)
+    tricky = column.str.contains('["\\\\]').fill_null(False)
+    if tricky.any():
+        fixed = [
+            _array_elements(text) if hard else value
+            for text, hard, value in zip(column.to_list(), tricky.to_list(), lists.to_list(), strict=True)
+        ]
+        lists = pl.Series(name, fixed, dtype=pl.List(pl.String))
+    # JSON in polars, not per row: {"f":[...]} encoded, the wrapper cut off.
+    encoded = (
+        pl.DataFrame({"f": lists})
+        .select(pl.struct("f").struct.json_encode().str.strip_prefix('{"f":').str.strip_suffix("}"))
+        .to_series()
+    )
+    return encoded.set(lists.is_null(), None).alias(name)  # type: ignore[arg-type]
+
+
+DEPENDENCY_KINDS = {"0": "normal", "1": "build", "2": "dev"}
+
+
+def _need(frame: pl.DataFrame, table: str, columns: tuple[str, ...]) -> None:
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise DumpError(
+            f"{table}.csv has no column {', '.join(missing)} (columns: {', '.join(frame.columns)})"
+        )
+
+
+def _with_absent(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.DataFrame:
+    absent = [pl.lit(None, dtype=pl.String).alias(c) for c in columns if c not in frame.columns]
+    return frame.with_columns(absent) if absent else frame
+
+
+def _finish(batch_type: type[Batch], frame: pl.DataFrame, table: str, key: str = "id") -> pl.DataFrame:
+    """Every declared column in order and type; a row whose key does not parse is a DumpError."""
+    columns = [
+        pl.col(c).cast(t) if c in frame.columns else pl.lit(None, dtype=t).alias(c)
+        for c, t in batch_type.SCHEMA.items()
+    ]
+    out = frame.select(columns)
+    bad = out.get_column(key).is_null().sum()
+    if bad:
+        raise DumpError(f"{table}.csv: {bad} rows without a readable {key}")
+    return out
+
+
+def crates(frame: pl.DataFrame) -> pl.DataFrame:
+    _need(frame, "crates", ("id", "name"))
+    frame = _with_absent(
+        frame, ("created_at", "updated_at", "description", "homepage", "documentation", "repository")
+    )
+    frame = frame.with_columns(integer("id"), timestamp("created_at"), timestamp("updated_at"))
+    return _finish(CrateBatch, frame, "crates")
+
+
+def crate_downloads(frame: pl.DataFrame) -> pl.DataFrame:
+    _need(frame, "crate_downloads", ("crate_id", "downloads"))
+    frame = frame.select(integer("crate_id").alias("id"), integer("downloads"))
+    return _finish(CrateBatch, frame, "crate_downloads")
+
+
+def default_versions(frame: pl.DataFrame) -> pl.DataFrame:
+    _need(frame, "default_versions", ("crate_id", "version_id"))
+    frame = frame.select(integer("crate_id").alias("id"), integer("version_id").alias("default_version_id"))
+    return _finish(CrateBatch, frame, "default_versions")
+
+
+def versions(frame: pl.DataFrame) -> pl.DataFrame:
+    _need(frame, "versions", ("id", "crate_id", "num"))
+    frame = _with_absent(
+        frame, ("created_at", "updated_at", "downloads", "yanked", "license", "crate_size", "rust_version")
+    )
+    frame = frame.with_columns(
+        integer("id"),
+        integer("crate_id"),
+        timestamp("created_at"),
+        timestamp("updated_at"),
+        integer("downloads"),
+        boolean("yanked"),
+        integer("crate_size"),
+    )
+    return _finish(VersionBatch, frame, "versions")
+
+
+def dependencies(frame: pl.DataFrame) -> pl.DataFrame:
+    _need(frame, "dependencies", ("id", "version_id", "crate_id"))
+    frame = _with_absent(
+        frame, ("req", "optional", "default_features", "features", "target", "kind", "explicit_name")
+    )
+    unknown = frame.filter(pl.col("kind").is_not_null() & ~pl.col("kind").is_in(list(DEPENDENCY_KINDS)))
+    if unknown.height:
+        raise DumpError(f"dependencies.csv: kind {unknown.get_column('kind')[0]!r} is not 0, 1 or 2")
+    frame = frame.with_columns(
+        integer("id"),
+        integer("version_id"),
+        integer("crate_id"),
+        boolean("optional"),
+        boolean("default_features"),
+        json_array("features", frame),
+        pl.col("kind").replace_strict(DEPENDENCY_KINDS, default=None, return_dtype=pl.String),
+    )
+    return _finish(DependencyBatch, frame, "dependencies")
+
+
+#: The tables read, each with the kind its rows become and how.
+TABLES: dict[str, tuple[type[Batch], Callable[[pl.DataFrame], pl.DataFrame]]] = {
+    "crates": (CrateBatch, crates),
+    "crate_downloads": (CrateBatch, crate_downloads),
+    "default_versions": (CrateBatch, default_versions),
+    "versions": (VersionBatch, versions),
+    "dependencies": (DependencyBatch, dependencies),
+}
