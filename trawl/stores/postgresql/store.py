@@ -35,7 +35,7 @@ from trawl.errors import StoreError
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import Batch, UrlBatch
 from trawl.run import statkeys
-from trawl.settings_checks import Setting, one_of, read, whole
+from trawl.settings_checks import Setting, one_of, read, seconds
 from trawl.stores.contract import PartlyStored
 from trawl.stores.postgresql import connection, merge, reading
 from trawl.stores.postgresql.errors import RETRYABLE, describe, store_error
@@ -52,7 +52,10 @@ READ_FRAME_ROWS = 50_000
 
 SETTINGS: dict[str, Setting] = {
     "POSTGRES_CONNECT_TIMEOUT": Setting(
-        10, whole(1, 600), "Seconds to wait for the PostgreSQL server when a store connects"
+        # Ten minutes at most: a server that has not answered by then is down, not slow.
+        10,
+        seconds(1, maximum=600, whole=True),
+        "Seconds to wait for the PostgreSQL server when a store connects",
     ),
     # "off" risks the last few batches on a server crash (never corruption): a bulk load's choice.
     "POSTGRES_SYNCHRONOUS_COMMIT": Setting(
