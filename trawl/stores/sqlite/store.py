@@ -218,7 +218,9 @@ class SqliteStore:
                 (time.time(), reason, stats, self.context.run_id),
             )
         except sqlite3.Error as exc:
-            raise store_error("cannot record the end of the run", exc) from None
+            # The cause alone: the pipeline says "cannot record the end of the run", and one cause
+            # across crawl all's sources is one ERROR line (a full disk fails the last UPDATE too).
+            raise StoreError(describe(exc)) from None
 
     def on_writer(self, function: Callable[[], T]) -> T:
         """``function()`` on the writer thread, where the connection may be used (checks, maintenance)."""
