@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-import orjson
 import scrapy
 from scrapy.http import Response
 from twisted.python.failure import Failure
@@ -57,20 +56,6 @@ COMMON_ARGUMENTS = SOURCE_ARGUMENTS | URL_ARGUMENTS
 FILTER_ARGUMENTS = frozenset(
     {"filter_code", "filter_mime", "filter_url", "filter_keywords", "match_code", "match_mime"}
 )
-
-
-def json_error_text(
-    body: bytes, fields: tuple[str, ...] = ("detail", "error", "message", "description")
-) -> str:
-    """The human part of a JSON error body (its text fields, joined), cut short for a log line."""
-    try:
-        data = orjson.loads(body)
-    except ValueError:
-        return ""
-    if not isinstance(data, dict):
-        return ""
-    parts = [data[name] for name in fields if isinstance(data.get(name), str) and data[name]]
-    return " - ".join(parts)[:300]
 
 
 class Source(scrapy.Spider):

@@ -25,7 +25,8 @@ from scrapy.http import Response
 from trawl.records.batches import CaptureBatch
 from trawl.records.timestamps import iso_timestamp
 from trawl.run import statkeys
-from trawl.sources.base import SourceSpider, json_error_text
+from trawl.sources.base import SourceSpider
+from trawl.sources.errortext import json_error_text
 
 #: URLs per page: the most OTX serves (waymore's author: "the maximum you can set"), and
 #: what waymore asks for; no source confirms a bigger one, so it is not a setting

@@ -42,7 +42,7 @@ import scrapy
 from scrapy.http import Response
 
 from trawl.run import statkeys
-from trawl.sources.base import json_error_text
+from trawl.sources.errortext import json_error_text
 
 #: ``total`` never says more than this; ``has_more`` then means "more than that".
 TOTAL_CAP = 10_000

@@ -13,7 +13,7 @@ from scrapy.http import Response
 
 from trawl.records.batches import CaptureBatch
 from trawl.records.timestamps import iso_timestamp
-from trawl.sources.base import json_error_text
+from trawl.sources.errortext import json_error_text
 from trawl.sources.urlscan.decode import decode_page
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from scrapy.http import Response
 
 from trawl.politeness.retryhints import resume_time
 from trawl.run import statkeys
-from trawl.sources.base import json_error_text
+from trawl.sources.errortext import json_error_text
 
 #: Rest of a rate-limited key when urlscan says nothing about its reset.
 DEFAULT_REST = 60.0
