@@ -26,12 +26,8 @@ each, four times the memory for the same pages (issue 14: peak RSS 450 MB
 against 340 MB before the writer thread). The first store to open the file
 makes the connection with its settings; the last one to close ends it.
 
-Backpressure: at most :data:`QUEUED` batches wait for this thread; the next
-one waits on the reactor (a Deferred, never a blocked thread) and its
-item's ``process_item`` with it, so Scrapy's own scraper limit
-(``SCRAPER_SLOT_MAX_ACTIVE_SIZE``) holds further downloads while the store
-is behind. One thread and a FIFO queue keep the batches in the order the
-pipeline handed them over, as when they were written on the reactor.
+The bounded queue and the awaiting on the reactor are the shared
+:class:`trawl.stores.writer.WriterThread`'s.
 """
 
 from __future__ import annotations
@@ -39,28 +35,19 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import ClassVar, TypeVar
+from typing import ClassVar
 
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.defer import Deferred, DeferredSemaphore
-
-T = TypeVar("T")
-
-#: Batches handed to the writer and not written yet, at most (memory: a few frames; time: enough
-#: that the thread never waits for the reactor to hand it the next one).
-QUEUED = 4
+from trawl.stores.writer import WriterThread as _WriterThread
 
 
-class WriterThread:
-    """A single worker thread and the queue in front of it."""
+class WriterThread(_WriterThread):
+    """The shared writer thread, one per store file and process, holding the file's one connection."""
 
     _shared: ClassVar[dict[str, tuple[WriterThread, int]]] = {}
     _shared_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(self, name: str) -> None:
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
-        self._slots = DeferredSemaphore(QUEUED)
+        super().__init__(name)
         #: The file's one connection, made, used and closed on this thread only.
         self._connection: sqlite3.Connection | None = None
 
@@ -89,43 +76,8 @@ class WriterThread:
             del cls._shared[key]
         writer.shutdown()
 
-    def call(self, function: Callable[..., T], *args: object) -> T:
-        """``function(*args)`` on the writer thread, after everything queued before; waits for it."""
-        return self._executor.submit(function, *args).result()
-
-    async def submit(self, function: Callable[..., T], *args: object) -> T:
-        """``function(*args)`` on the writer thread, awaited on the reactor (in order, bounded)."""
-        await maybe_deferred_to_future(self._slots.acquire())
-        try:
-            done: Deferred[T] = Deferred()
-            future = self._executor.submit(function, *args)
-            future.add_done_callback(lambda finished: _settle_on_reactor(done, finished))
-            return await maybe_deferred_to_future(done)
-        finally:
-            self._slots.release()
-
-    def shutdown(self) -> None:
-        """Let the queued work finish, close the connection, then end the thread."""
-        try:
-            self._executor.submit(self._close_connection).result()
-        finally:
-            self._executor.shutdown(wait=True)
-
-    def _close_connection(self) -> None:
+    def _on_shutdown(self) -> None:
+        """Close the file's connection, on its thread, after the queued work."""
         if self._connection is not None:
             self._connection.close()
             self._connection = None
-
-
-def _settle_on_reactor(done: Deferred[T], future: Future[T]) -> None:
-    """Fire ``done`` with ``future``'s outcome, on the reactor thread (called on the writer's)."""
-    from twisted.internet import reactor
-
-    def settle() -> None:
-        error = future.exception()
-        if error is not None:
-            done.errback(error)
-        else:
-            done.callback(future.result())
-
-    reactor.callFromThread(settle)  # type: ignore[attr-defined]

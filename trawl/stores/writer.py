@@ -1,0 +1,81 @@
+"""A store's writer thread: one thread, a bounded queue in front of it, results awaited on the reactor.
+
+Shared by the SQLite and PostgreSQL stores (each adds what its backend needs:
+SQLite one thread per file and process, :mod:`trawl.stores.sqlite.writer`;
+PostgreSQL one per store, :mod:`trawl.stores.postgresql.writer`). Why a
+thread at all (issue 14): the store's writes were 42% of a four-source
+crawl's profile, all of it on the reactor thread; both drivers release the
+GIL while the database works, so a thread lets the reactor download and
+parse meanwhile and a crawl uses both cores.
+
+Backpressure: at most :data:`QUEUED` batches wait for the thread; the next
+one waits on the reactor (a Deferred, never a blocked thread) and its item's
+``process_item`` with it, so Scrapy's own scraper limit
+(``SCRAPER_SLOT_MAX_ACTIVE_SIZE``) holds further downloads while the store is
+behind. One thread and a FIFO queue keep the batches in the order the
+pipeline handed them over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import Deferred, DeferredSemaphore
+
+T = TypeVar("T")
+
+#: Batches handed to the writer and not written yet, at most (memory: a few frames; time: enough
+#: that the thread never waits for the reactor to hand it the next one).
+QUEUED = 4
+
+
+class WriterThread:
+    """A single worker thread and the bounded queue in front of it."""
+
+    def __init__(self, name: str) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
+        self._slots: DeferredSemaphore | None = None  # made on the reactor, when first needed
+
+    def call(self, function: Callable[..., T], *args: object) -> T:
+        """``function(*args)`` on the writer thread, after everything queued before; waits for it."""
+        return self._executor.submit(function, *args).result()
+
+    async def submit(self, function: Callable[..., T], *args: object) -> T:
+        """``function(*args)`` on the writer thread, awaited on the reactor (in order, bounded)."""
+        if self._slots is None:
+            self._slots = DeferredSemaphore(QUEUED)
+        await maybe_deferred_to_future(self._slots.acquire())
+        try:
+            done: Deferred[T] = Deferred()
+            future = self._executor.submit(function, *args)
+            future.add_done_callback(lambda finished: _settle_on_reactor(done, finished))
+            return await maybe_deferred_to_future(done)
+        finally:
+            self._slots.release()
+
+    def shutdown(self) -> None:
+        """Let the queued work finish (and :meth:`_on_shutdown` run on the thread), then end the thread."""
+        try:
+            self._executor.submit(self._on_shutdown).result()
+        finally:
+            self._executor.shutdown(wait=True)
+
+    def _on_shutdown(self) -> None:
+        """On the writer thread, after the queued work: what a backend closes there (a connection)."""
+
+
+def _settle_on_reactor(done: Deferred[T], future: Future[T]) -> None:
+    """Fire ``done`` with ``future``'s outcome, on the reactor thread (called on the writer's)."""
+    from twisted.internet import reactor
+
+    def settle() -> None:
+        error = future.exception()
+        if error is not None:
+            done.errback(error)
+        else:
+            done.callback(future.result())
+
+    reactor.callFromThread(settle)  # type: ignore[attr-defined]
