@@ -20,10 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredSemaphore
+
+from trawl.run import statkeys
+
+if TYPE_CHECKING:
+    from trawl.pipeline.context import RunContext
+    from trawl.records.batches import Batch
 
 T = TypeVar("T")
 
@@ -79,3 +85,38 @@ def _settle_on_reactor(done: Deferred[T], future: Future[T]) -> None:
             done.callback(future.result())
 
     reactor.callFromThread(settle)  # type: ignore[attr-defined]
+
+
+class WritesOnThread:
+    """``write_batch``/``write_batch_async`` of a store whose ``_write(batch)`` runs on its writer thread.
+
+    The store sets ``_writer`` when it opens and defines ``_write``, which
+    returns (new records, pages stored before) on the writer thread; the
+    stats are counted here, on the caller's thread (the reactor's), never
+    the writer's (Scrapy's stats collector is not thread-safe).
+    """
+
+    _writer: WriterThread | None
+    context: RunContext
+
+    def _write(self, batch: Batch) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def write_batch(self, batch: Batch) -> int:
+        """The batch in one transaction on the writer thread (blocking); the count of new records."""
+        if not batch.frame.height and not batch.pages:
+            return 0
+        assert self._writer is not None, "store not open"
+        return self._count(*self._writer.call(self._write, batch))
+
+    async def write_batch_async(self, batch: Batch) -> int:
+        """:meth:`write_batch` awaited on the reactor while the writer thread merges it."""
+        if not batch.frame.height and not batch.pages:
+            return 0
+        assert self._writer is not None, "store not open"
+        return self._count(*await self._writer.submit(self._write, batch))
+
+    def _count(self, new: int, skipped_pages: int) -> int:
+        if skipped_pages:
+            self.context.stats.inc_value(statkeys.PAGES_ALREADY_STORED, skipped_pages)
+        return new

@@ -34,13 +34,13 @@ import psycopg
 from trawl.errors import StoreError
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import Batch, UrlBatch
-from trawl.run import statkeys
 from trawl.settings_checks import Setting, one_of, read, seconds
 from trawl.stores.contract import PartlyStored
 from trawl.stores.postgresql import connection, merge, reading
 from trawl.stores.postgresql.errors import RETRYABLE, describe, store_error
 from trawl.stores.postgresql.schema import CLAIM_PAGES, SCHEMA, SCHEMA_LOCK, STAGING
 from trawl.stores.postgresql.writer import WriterThread
+from trawl.stores.writer import WritesOnThread
 
 if TYPE_CHECKING:
     from trawl.stores.postgresql.search import PostgresSearcher
@@ -74,7 +74,7 @@ class _StoredBefore(Exception):  # noqa: N818 - a signal inside the store, not a
         self.claimed = claimed
 
 
-class PostgresStore:
+class PostgresStore(WritesOnThread):
     """URL records in a PostgreSQL database (see the module docstring)."""
 
     settings_declared: ClassVar[dict[str, Setting]] = SETTINGS
@@ -167,26 +167,6 @@ class PostgresStore:
             raise store_error("cannot record the end of the run", exc) from None
 
     # --- writing -----------------------------------------------------------------------
-
-    def write_batch(self, batch: Batch) -> int:
-        """Merge the batch in one transaction on the writer thread (blocking)."""
-        if not batch.frame.height and not batch.pages:
-            return 0
-        assert self._writer is not None, "store not open"
-        return self._count(*self._writer.call(self._write, batch))
-
-    async def write_batch_async(self, batch: Batch) -> int:
-        """:meth:`write_batch` awaited on the reactor while the writer thread merges it."""
-        if not batch.frame.height and not batch.pages:
-            return 0
-        assert self._writer is not None, "store not open"
-        return self._count(*await self._writer.submit(self._write, batch))
-
-    def _count(self, new: int, skipped_pages: int) -> int:
-        """Stats are counted on the caller's thread (the reactor's), never the writer's."""
-        if skipped_pages:
-            self.context.stats.inc_value(statkeys.PAGES_ALREADY_STORED, skipped_pages)
-        return new
 
     def _write(self, batch: Batch) -> tuple[int, int]:
         """On the writer thread: the batch in one transaction, tried again after a deadlock."""

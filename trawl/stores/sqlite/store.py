@@ -36,7 +36,6 @@ import polars as pl
 from trawl.errors import StoreError, TrawlUsageError
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import Batch, UrlBatch
-from trawl.run import statkeys
 from trawl.settings_checks import Setting, one_of, read, whole
 from trawl.stores.contract import KEYED_KINDS, PartlyStored
 from trawl.stores.location import data_dir
@@ -45,6 +44,7 @@ from trawl.stores.sqlite.errors import describe, store_error
 from trawl.stores.sqlite.kinds import KindTable
 from trawl.stores.sqlite.schema import CLAIM_PAGES, SCHEMA, STAGING, stage_sql, upgrade, upsert_sql
 from trawl.stores.sqlite.writer import WriterThread
+from trawl.stores.writer import WritesOnThread
 
 _SETS = ("sources", "statuses", "mimes")
 T = TypeVar("T")
@@ -70,7 +70,7 @@ def sqlite_path(uri: str) -> str:
     return str(Path(os.path.expanduser(path)))
 
 
-class SqliteStore:
+class SqliteStore(WritesOnThread):
     """URL records, and those of declared kinds, in a SQLite database file (see the module docstring)."""
 
     #: Its settings, their defaults and checks (trawl.settings_checks).
@@ -228,26 +228,6 @@ class SqliteStore:
         return self._writer.call(function)
 
     # --- writing -----------------------------------------------------------------------
-
-    def write_batch(self, batch: Batch) -> int:
-        """Insert what is new, merge what is known; one transaction, on the writer thread (blocking)."""
-        if not batch.frame.height and not batch.pages:
-            return 0
-        assert self._writer is not None, "store not open"
-        return self._count(*self._writer.call(self._write, batch))
-
-    async def write_batch_async(self, batch: Batch) -> int:
-        """:meth:`write_batch` awaited on the reactor while the writer thread merges it."""
-        if not batch.frame.height and not batch.pages:
-            return 0
-        assert self._writer is not None, "store not open"
-        return self._count(*await self._writer.submit(self._write, batch))
-
-    def _count(self, new: int, skipped_pages: int) -> int:
-        """Stats are counted on the caller's thread (the reactor's), never the writer's."""
-        if skipped_pages:
-            self.context.stats.inc_value(statkeys.PAGES_ALREADY_STORED, skipped_pages)
-        return new
 
     def _write(self, batch: Batch) -> tuple[int, int]:
         """On the writer thread: the batch in one transaction; (new records, pages stored before)."""
