@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trawl.search import And, Exists, Field, MatchAll, Node, Not, Or, Pattern, Range, Term
+from trawl.stores.sqllike import like_pattern
 
 #: Search field -> SQL expression: a column of ``urls u``, or of the derived ``url_parts p``.
 SQL_FIELDS: dict[str, str] = {
@@ -48,22 +49,6 @@ _INTEGER = r"'^-?[0-9]+$'"
 
 def sql_expr(field: Field) -> str:
     return SQL_FIELDS[field.name]
-
-
-def like_pattern(pattern: str) -> str:
-    """A tree pattern (``*``, ``?``, ``\\`` escapes) as a ``LIKE`` pattern (backslash escapes)."""
-    out = []
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\" and i + 1 < len(pattern):
-            char = pattern[i + 1]
-            out.append("\\" + char if char in "%_\\" else char)
-            i += 2
-            continue
-        out.append({"*": "%", "?": "_"}.get(char) or ("\\" + char if char in "%_\\" else char))
-        i += 1
-    return "".join(out)
 
 
 @dataclass

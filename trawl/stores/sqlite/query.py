@@ -28,6 +28,7 @@ from trawl.search import (
     pattern_regex,
     wildcard_pattern,
 )
+from trawl.stores.sqllike import like_pattern
 
 #: Search field -> SQL expression: a column of ``urls``, or a part ``trawl_url()`` derives from the URL.
 SQL_FIELDS: dict[str, str] = {
@@ -57,29 +58,6 @@ DERIVED = frozenset(name for name, expr in SQL_FIELDS.items() if expr.startswith
 def sql_expr(field: Field) -> str:
     """The SQL expression of ``field`` (a column, or a ``trawl_url()`` call)."""
     return SQL_FIELDS[field.name]
-
-
-def like_pattern(pattern: str) -> str:
-    """A tree pattern (:class:`~trawl.search.tree.Pattern`) as a SQL ``LIKE`` pattern (``ESCAPE '\\'``)."""
-    out = []
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\" and i + 1 < len(pattern):
-            char = pattern[i + 1]
-            out.append("\\" + char if char in "%_\\" else char)
-            i += 2
-            continue
-        if char == "*":
-            out.append("%")
-        elif char == "?":
-            out.append("_")
-        elif char in "%_\\":
-            out.append("\\" + char)
-        else:
-            out.append(char)
-        i += 1
-    return "".join(out)
 
 
 @dataclass
