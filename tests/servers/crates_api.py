@@ -58,7 +58,6 @@ BLOCKED = (
     " https://github.com/rust-lang/crates.io or email help@crates.io and provide the request id {}"
 )
 MAX_PAGE = 200
-SORTS = ("alphabetical", "relevance", "downloads", "recent-downloads", "recent-updates", "new")
 
 
 @dataclass
