@@ -322,8 +322,8 @@ def test_not_a_dump_is_one_error_line(workdir: Path) -> None:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (("-a", "mode=api"), "-a mode=api of the crates source is not built yet (built: dump)"),
-        (("-a", "mode=zip"), "-a mode= of the crates source must be one of dump, got 'zip'"),
+        (("-a", "crates=serde"), "-a crates= is an argument of -a mode=api or incremental, not of dump"),
+        (("-a", "mode=zip"), "must be one of dump, api, incremental, got 'zip'"),
         (("-a", "domain=example.com"), "unknown argument for the crates source: -a domain="),
     ],
 )

@@ -260,6 +260,8 @@ BAD = {
     "INTELX_BASE_URL": "intelx",
     "CRATES_DUMP_URL": "static.crates.io/db-dump.tar.gz",
     "CRATES_BATCH_ROWS": "999",
+    "CRATES_BASE_URL": "crates.io",
+    "CRATES_API_PAGE_SIZE": "101",
     "INTELX_FALLBACK_BASE_URL": "free.intelx.io",
     "INTELX_MAX_RESULTS": "0",
     "INTELX_PAGE_SIZE": "0",

@@ -56,6 +56,9 @@ class Batch:
     #: How a stored record takes in the same record written again, by column:
     #: ``"min"``, ``"max"``, ``"sum"``, ``"first"`` or ``"last"`` (a column not named).
     MERGE: ClassVar[dict[str, str]] = {}
+    #: A text column of ISO 8601 times (``"updated_at"``) by which a stored record that is
+    #: newer keeps all its values when an older copy is written; empty: every write merges.
+    NEWER: ClassVar[str] = ""
 
     def __init__(self, source: str, frame: pl.DataFrame, page: str = "", page_rows: int = 0) -> None:
         self.source = source

@@ -24,6 +24,11 @@ The rules are those a store can run as one upsert: ``min``/``max`` (first and
 last seen: idempotent, so a rerun changes nothing), ``first`` (keep what is
 stored), ``last`` (the newest non-null value wins: the default) and ``sum``
 (adds every write, a rerun's too: for per-run counts, not totals).
+
+A kind may also name a ``NEWER`` column (ISO 8601 UTC text, ``updated_at``):
+when the stored record's value is later than the incoming one, the stored
+record keeps every column (an old db-dump loaded after an API top-up must not
+take the registry back in time). A row without that value merges as usual.
 """
 
 from __future__ import annotations
@@ -68,6 +73,9 @@ def check_declaration(batch_type: type[Batch]) -> None:
     missing = [c for c in batch_type.KEY if c not in columns]
     if missing:
         raise ValueError(f"{name}.KEY names {', '.join(missing)}, not in its SCHEMA")
+    newer = batch_type.NEWER
+    if newer and (newer not in columns or newer in batch_type.KEY):
+        raise ValueError(f"{name}.NEWER names {newer!r}, not a non-key column of its SCHEMA")
     for column, rule in batch_type.MERGE.items():
         if column not in columns or column in batch_type.KEY:
             raise ValueError(f"{name}.MERGE names {column!r}, not a non-key column of its SCHEMA")

@@ -17,6 +17,11 @@ when something reads it back (the crates.io exports), not a widened URL one.
   pipeline awaits it on the reactor (a store that talks to a server).
 * :class:`ResumableStore`: a page ledger (``done_pages``) so that a crawl run
   with ``JOBDIR`` skips the pages it stored before it was stopped.
+* :class:`KindReadingStore` (optional): ``read_kind``, the stored columns of a
+  declared kind, read during a crawl (the crates source's ``mode=incremental``
+  reads each crate's ``updated_at`` and id). A source that needs it and meets a
+  store without it says so in one line and stops; only stores that keep
+  declared kinds (:data:`KEYED_KINDS`) can have it.
 * :class:`UrlReadableStore` (class-level, alias ``ReadableStore``): ``read_runs``
   and ``read_domain``, what ``crawl all -o`` and store exports read back.
 * :class:`UrlSearchableStore` (class-level, alias ``SearchableStore``):
@@ -42,7 +47,7 @@ The write rule every store follows is, for URLs, :mod:`trawl.records.provenance`
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -106,6 +111,19 @@ class ResumableStore(WritingStore, Protocol):
 
     def done_pages(self, source: str) -> dict[str, int]:
         """Pages this run stored before (page key -> upstream rows)."""
+
+
+@runtime_checkable
+class KindReadingStore(WritingStore, Protocol):
+    """An open store that reads a declared kind's records back (instance-level, during a crawl)."""
+
+    def read_kind(self, batch_type: type[Batch], columns: Sequence[str]) -> pl.DataFrame:
+        """These stored columns of every record of ``batch_type``, typed as its ``SCHEMA`` says.
+
+        An empty frame (with those columns) when the store holds none of that kind.
+        Whole: meant for a few columns of a kind of a few hundred thousand rows
+        (the crates' names, ids and ``updated_at``), not for a kind's every column.
+        """
 
 
 def keeps(store: WritingStore, batch: Batch) -> bool:

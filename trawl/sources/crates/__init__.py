@@ -2,12 +2,17 @@
 
 Modules, each with one concern:
 
-* :mod:`.records`: the record kinds (``crate``, ``version``, ``dependency``), declared
+* :mod:`.records`: the record kinds (``crate``, ``version``, ``dependency``,
+  ``version_download``), declared
   with their key and merge rule, so every store keeps them without knowing crates.io;
 * :mod:`.blocks`: a CSV member cut into blocks of whole records, as a stream
   (quoted fields span lines, so a line splitter breaks rows);
 * :mod:`.tables`: one dump table's block to a batch frame, by header name, with
   PostgreSQL's CSV conventions (``t``/``f``, ``{a,b}``, empty = NULL);
 * :mod:`.dump`: the db-dump tar.gz read as a stream (``tarfile`` mode ``r|gz``);
+* :mod:`.api`, :mod:`.apifetch`, :mod:`.apirecords`, :mod:`.policy`: ``-a mode=api``,
+  crates.io's API at one request a second (the crawl, one request and its answer,
+  answers as records, the arguments and the User-Agent policy);
+* :mod:`.incremental`: ``-a mode=incremental``, and what the API modes read from the store;
 * :mod:`.spider`: the ``crates`` source (``trawl crawl crates``).
 """

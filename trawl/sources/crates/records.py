@@ -15,6 +15,15 @@ a whole snapshot.
 
 Timestamps are text, ISO 8601 in UTC as the crates.io API writes them
 (``2020-01-01T12:11:10.999999Z``), whatever the dump's spelling.
+
+``mode`` is the provenance of a row: which mode of the source wrote it last
+(``api``, ``incremental``; NULL where only a dump wrote it, until the dump
+side sets ``dump``); ``first_run``/``last_run`` in the store say which run.
+The API modes meet the dump's rows by id: the id a crate has in the store
+(a dump loaded before), else a stand-in (:mod:`.apirecords`). Crates and
+versions declare ``NEWER = "updated_at"``: a stored row with a newer
+``updated_at`` keeps its values when an older copy is written (an old dump
+after an API top-up).
 """
 
 from __future__ import annotations
@@ -40,9 +49,11 @@ class CrateBatch(Batch):
         "repository": pl.String,
         "downloads": pl.Int64,
         "default_version_id": pl.Int64,
+        "mode": pl.String,
     }
     KEY = ("id",)
     MERGE: dict[str, str] = {}  # every column "last": the newest dump's non-null value
+    NEWER = "updated_at"
 
 
 class VersionBatch(Batch):
@@ -61,9 +72,11 @@ class VersionBatch(Batch):
         "license": pl.String,
         "crate_size": pl.Int64,
         "rust_version": pl.String,
+        "mode": pl.String,
     }
     KEY = ("id",)
     MERGE: dict[str, str] = {}
+    NEWER = "updated_at"
 
 
 class DependencyBatch(Batch):
@@ -86,10 +99,25 @@ class DependencyBatch(Batch):
         "target": pl.String,
         "kind": pl.String,
         "explicit_name": pl.String,
+        "mode": pl.String,
     }
     KEY = ("id",)
     MERGE: dict[str, str] = {}
 
 
+class VersionDownloadBatch(Batch):
+    """Downloads of one version on one day (the API's ``/downloads``: the last 90 days).
+
+    Keyed by its natural key, ``version_id`` + ``date`` (``YYYY-MM-DD``): the same
+    day read again (the day is not over, or a later run) replaces the count.
+    """
+
+    __slots__ = ()
+    kind = "version_download"
+    SCHEMA = {"version_id": pl.Int64, "date": pl.String, "downloads": pl.Int64, "mode": pl.String}
+    KEY = ("version_id", "date")
+    MERGE: dict[str, str] = {}
+
+
 #: Every kind the crates source yields.
-CRATES_KINDS: tuple[type[Batch], ...] = (CrateBatch, VersionBatch, DependencyBatch)
+CRATES_KINDS: tuple[type[Batch], ...] = (CrateBatch, VersionBatch, DependencyBatch, VersionDownloadBatch)

@@ -52,6 +52,19 @@ def _merge_sql(table: str, column: str, rule: str) -> str:
     }[rule]
 
 
+def _unless_older(table: str, newer: str, column: str, merged: str) -> str:
+    """``merged``, unless the stored record's ``newer`` time is later than the incoming one's.
+
+    The times are ISO 8601 UTC text that may or may not have fractions
+    (``...:00Z``, ``...:00.5Z``): compared without the ``Z``, a shorter one is a
+    prefix of a longer one, so text order is time order.
+    """
+    if not newer:
+        return merged
+    old, new = f"rtrim({table}.{_quoted(newer)}, 'Z')", f"rtrim(excluded.{_quoted(newer)}, 'Z')"
+    return f"CASE WHEN {new} < {old} THEN {table}.{_quoted(column)} ELSE {merged} END"
+
+
 class KindTable:
     """One declared kind's table in one connection: its statements, made once."""
 
@@ -76,7 +89,10 @@ class KindTable:
             f"UPDATE temp.{self.incoming} AS i SET previous_run ="
             f" (SELECT t.last_run FROM main.{self.table} AS t WHERE {match})"
         )
-        updates = ", ".join(f"{_quoted(c)} = {_merge_sql(self.table, c, r)}" for c, r in self.rules.items())
+        updates = ", ".join(
+            f"{_quoted(c)} = {_unless_older(self.table, batch_type.NEWER, c, _merge_sql(self.table, c, r))}"
+            for c, r in self.rules.items()
+        )
         self._upsert = (
             f"INSERT INTO main.{self.table} ({names}, first_run, last_run)"
             f" SELECT {names}, :run, :run FROM temp.{self.incoming} WHERE true"

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 import polars as pl
 
-from trawl.records.batches import URL_SCHEMA, UrlBatch
+from trawl.records.batches import URL_SCHEMA, Batch, UrlBatch
 from trawl.records.runs import FIRST_SEEN_SCHEMA, RUNS_SCHEMA, covering_domains, empty_runs
 from trawl.stores.sqlite.errors import store_error
 from trawl.stores.sqlite.merge import split_sets
@@ -140,3 +140,16 @@ def read_first_seen(
         cursor = con.execute(sql, params)
         while rows := cursor.fetchmany(size):
             yield split_sets(pl.DataFrame(rows, schema=schema, orient="row"))
+
+
+def kind_columns(con: sqlite3.Connection | None, batch_type: type[Batch], columns: list[str]) -> pl.DataFrame:
+    """``columns`` of every stored record of a declared kind (its ``<kind>_records`` table),
+    typed by the kind's ``SCHEMA``; empty when the table does not exist yet."""
+    assert con is not None
+    schema = {name: batch_type.SCHEMA[name] for name in columns}  # KeyError: a caller's mistake
+    table = f"{batch_type.kind}_records"
+    if not con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone():
+        return pl.DataFrame(schema=schema)
+    names = ", ".join(f'"{name}"' for name in columns)  # checked lower-case names (check_declaration)
+    rows = con.execute(f"SELECT {names} FROM main.{table}").fetchall()
+    return pl.DataFrame(rows, schema=schema, orient="row")

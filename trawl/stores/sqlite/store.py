@@ -25,7 +25,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 from urllib.parse import unquote, urlsplit
@@ -315,6 +315,12 @@ class SqliteStore(WritesOnThread):
         assert self.connection is not None
         sql = "SELECT page, rows FROM pages WHERE run = ? AND source = ?"
         return dict(self.connection.execute(sql, (self.run, source)))
+
+    def read_kind(self, batch_type: type[Batch], columns: Sequence[str]) -> pl.DataFrame:
+        """Stored columns of a declared kind (:class:`~trawl.stores.contract.KindReadingStore`), read on
+        the writer's connection: what this run wrote so far included."""
+        assert self._writer is not None, "store not open"
+        return self._writer.call(reading.kind_columns, self.connection, batch_type, list(columns))
 
     def _next_batch_time(self) -> float:
         """A timestamp that no earlier batch of this store used (``added_at`` of its inserts)."""
