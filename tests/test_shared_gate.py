@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import parse_qsl
 
-import pytest
 import redis
 
 from tests.conftest import ROOT, CrawlResult, assert_no_traceback, crawl_args, run_scrapy
@@ -213,11 +212,6 @@ def test_redis_unreachable_at_start_is_one_line(workdir: Path) -> None:
     assert len(errors) == 1 and "cannot reach Redis" in errors[0], result.stderr[-2000:]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="seen once at load 4: 6 requests in a 2 s window of 5 (limits' whole-second windows and the"
-    " gate's margin race between two scrapyd jobs); to be fixed with the shared gate's next step",
-)
 def test_two_scrapyd_jobs_on_one_source_share_one_budget(tmp_path: Path) -> None:
     """scrapyd runs each job as its own process: with TRAWL_REDIS_URL, one budget for both."""
     with (

@@ -9,6 +9,14 @@ must let it go too. The local gate still orders this process's requests and
 applies the AutoThrottle delay, its own log of sends and any pause it knows;
 the shared one adds the budget, the concurrency and the pauses of all.
 
+* The budget is held between *arrivals*, as the upstream counts them, under
+  any load: a slot and a window entry are taken in one atomic script, and the
+  entry counts until ``T`` seconds after the request's answer came back, not
+  after the slot was taken. (Counting from the slot, the first version let an
+  upstream see 6 requests in a 2 s window of ``5/2s`` under load: one request
+  reached the server 170 ms after its slot was taken, the next ones at once;
+  trawl.distributed.gatestate has the reasoning and the price.)
+
 * A pause this process starts (Retry-After, a bare 429, a ban) is written to
   Redis before the request that caused it gives its slot back, so with the
   concurrency the only slot, no process sends inside it. A pause another
@@ -43,21 +51,23 @@ from typing import Any
 
 from twisted.internet import defer, task
 
-from trawl.distributed.gatestate import BUSY, PAUSED, REDIS_ERRORS, GateState, gate_state
+from trawl.distributed.gatestate import BUSY, FULL, PAUSED, REDIS_ERRORS, GateState, gate_state
 from trawl.politeness.aimd import DEFAULT_WINDOW, RECOVERY_WINDOWS
-from trawl.politeness.gate import MIN_MARGIN, SourceLimiter, sleep
+from trawl.politeness.gate import SourceLimiter, sleep
 
 logger = logging.getLogger("trawl.distributed.gate")
 
 #: Seconds a request's slot is held in Redis without news from its process; renewed every
 #: third of it while the request is out, so only a dead process's slots ever run out.
 LEASE = 30.0
-#: Seconds between two claims while every slot of the source is in flight in some process
-#: (a slot freed elsewhere is not announced): 10 claims a second per waiting process.
+#: Seconds between two claims while every slot of the source is in flight in some process, or
+#: the window is full of requests still out (a slot freed elsewhere is not announced): 10
+#: claims a second per waiting process.
 BUSY_RETRY = 0.1
 #: The longest wait between two attempts to reach a lost Redis.
 MAX_BACKOFF = 10.0
-#: Up to this many seconds added to a wake-up at the window's edge (see ``_ask_once``).
+#: Up to this many seconds added to a wake-up at the window's edge: processes waiting for the
+#: same edge do not all claim in the same millisecond, only for one of them to get it.
 EDGE_JITTER = 0.05
 FIRST_BACKOFF = 0.25
 
@@ -135,16 +145,19 @@ class SharedLimiter(SourceLimiter):
     def release(self) -> None:
         if self._tokens:
             # Queued behind the pause this answer may have started: others see the pause first.
+            # The oldest token, whichever request answered: the k-th answer stamps the k-th
+            # token, and an answer never comes before its own request arrived, so each of this
+            # process's arrivals is still covered by an entry stamped no earlier than it.
             self._give_back(self._tokens.popleft())
         super().release()
 
     def _give_back(self, token: str) -> None:
-        source, state = self.source, self.state
+        source, state, ttl = self.source, self.state, self._window_ttl()
         assert state is not None
 
         async def give_back() -> None:
             try:
-                await state.release(source, token)
+                await state.release(source, token, ttl)
             except REDIS_ERRORS:
                 pass  # its lease runs out: the slot frees itself
 
@@ -232,13 +245,10 @@ class SharedLimiter(SourceLimiter):
             self._outage_since = 0.0
             return verdict
 
-    def _budget_now(self) -> tuple[int | None, float]:
-        """The budget in force: this process's, or the cut another shared if lower."""
-        requests, period = self.requests, self.period
+    def _window_ttl(self) -> float:
+        """How long the window key must outlive a write: a lease, then the longest period in force."""
         cut = self.shared_cut
-        if cut is not None and (requests is None or cut[0] < requests):
-            requests, period = cut[0], cut[1] or period or DEFAULT_WINDOW
-        return requests, period
+        return self.lease + max(self.period, cut[1] if cut else 0.0, DEFAULT_WINDOW if cut else 0.0)
 
     def _cut_to_share(self) -> tuple[int, float, int, float] | None:
         """This process's AIMD budget, when it changed since last shared."""
@@ -252,26 +262,23 @@ class SharedLimiter(SourceLimiter):
         return (*mine, (RECOVERY_WINDOWS + 1) * window)
 
     async def _ask_once(self) -> _Verdict:
-        """Look at the window (no change), take a slot if no pause holds, then the window's hit.
+        """One claim: pause, cut, slot and window, decided in Redis in one atomic script.
 
-        Looking first costs one round trip while the window is full instead of three, and
-        the wake-up at the window's edge is jittered so that processes waiting for the same
-        edge do not all take a slot to find one of them got the hit.
+        Taking the slot and the window's entry in one step is what keeps several processes
+        from both finding room for the last request of a window (trawl.distributed.gatestate
+        says why the window counts answers, not sends).
         """
         state = self.state
         assert state is not None
-        requests, period = self._budget_now()
-        if requests is not None:
-            span = period + max(self.margin, MIN_MARGIN)
-            free_at = await state.window_free_at(self.source, requests, span)
-            if free_at:
-                return _Verdict(delay=max(free_at - time.time(), 0.0) + random.uniform(0, EDGE_JITTER))
         token = f"{state.ident}:{self.source}:{next(self._ids)}"
         lost = 0.0
         if self._outage_since:
             lost = self._outage_since + (self.period or 0.0) + self.margin - time.time()
         share = self._cut_to_share()
-        claim = await state.claim(self.source, token, self.concurrency, self.lease, max(lost, 0.0), share)
+        budget = (self.requests, self.period, self.period or DEFAULT_WINDOW)
+        claim = await state.claim(
+            self.source, token, self.concurrency, self.lease, budget, max(lost, 0.0), share
+        )
         state.back()
         if share is not None:
             self._published = share[:3]
@@ -279,12 +286,10 @@ class SharedLimiter(SourceLimiter):
         if claim.status == PAUSED:
             self._adopt_pause(claim.pause, claim.reason)
             return _Verdict(delay=claim.pause)
-        if claim.status == BUSY:
+        if claim.status == BUSY or (claim.status == FULL and claim.wait is None):
             return _Verdict(delay=BUSY_RETRY)
-        requests, period = self._budget_now()  # the claim may have brought a cut
-        if requests is not None and not await state.hit(self.source, requests, period):
-            await state.release(self.source, token)  # another process took the window's last one
-            return _Verdict(delay=random.uniform(0, EDGE_JITTER))
+        if claim.status == FULL:
+            return _Verdict(delay=(claim.wait or 0.0) + random.uniform(0, EDGE_JITTER))
         return _Verdict(token)
 
     def _adopt_pause(self, seconds: float, reason: str) -> None:
@@ -318,11 +323,12 @@ class SharedLimiter(SourceLimiter):
         if not self._tokens:
             return
         tokens, source, state, lease = list(self._tokens), self.source, self.state, self.lease
+        ttl = self._window_ttl()
         assert state is not None
 
         async def renew() -> None:
             try:
-                await state.heartbeat(source, tokens, lease)
+                await state.heartbeat(source, tokens, lease, ttl)
             except REDIS_ERRORS as exc:
                 state.lost(exc)
 

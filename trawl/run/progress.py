@@ -17,7 +17,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
-from scrapy.exceptions import NotConfigured
 from twisted.internet import task
 
 from trawl.politeness.gate import SourceLimiter, existing_limiter
@@ -62,9 +61,12 @@ class Progress:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Progress:
         interval = crawler.settings.getfloat("PROGRESS_INTERVAL")
-        if interval < 0:
-            raise NotConfigured
         extension = cls(crawler, interval)
+        if interval < 0:
+            # No progress lines and no finish line, but the run's outcome is still decided here:
+            # without it ``-s PROGRESS_INTERVAL=-1`` made a crawl that logged an ERROR exit 0.
+            crawler.signals.connect(extension.record_outcome, signal=signals.spider_closed)
+            return extension
         crawler.signals.connect(extension.spider_opened, signal=signals.spider_opened)
         crawler.signals.connect(extension.spider_closed, signal=signals.spider_closed)
         return extension
@@ -159,13 +161,21 @@ class Progress:
             "%s: check only: a full run would make %s%s", spider.name, counted(requests, "request"), duration
         )
 
+    def record_outcome(self, spider: Spider, reason: str) -> str:
+        """Decide the run's outcome (the exit status and the summaries read it), whatever is logged."""
+        outcome = run_outcome(self.stats, reason)
+        assert self.crawler.stats is not None
+        self.crawler.stats.set_value(statkeys.OUTCOME, outcome)
+        return outcome
+
     def spider_closed(self, spider: Spider, reason: str) -> None:
         if self.loop is not None and self.loop.running:
             self.loop.stop()
+        if self.interval < 0:  # a forced close (crawl_all) calls this directly
+            self.record_outcome(spider, reason)
+            return
         stats = self.stats
-        outcome = run_outcome(stats, reason)
-        assert self.crawler.stats is not None
-        self.crawler.stats.set_value(statkeys.OUTCOME, outcome)
+        outcome = self.record_outcome(spider, reason)
         if getattr(spider, "check_only", False):
             self.log_estimate(spider, stats)
         elapsed = time.monotonic() - self.started

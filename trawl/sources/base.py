@@ -39,7 +39,7 @@ from trawl.run.stopping import Abandoned, interruptible
 from trawl.settings_checks import Setting, apply_defaults, http_url, read, text
 from trawl.sources.arguments import parse_bool, parse_int
 from trawl.sources.keys import KeyRing, read_keys
-from trawl.sources.limits import apply_source_limits
+from trawl.sources.limits import apply_source_limits, check_source_limits
 from trawl.sources.target import Target, parse_target
 from trawl.validation import declared_settings, validate_settings
 
@@ -173,7 +173,8 @@ class Source(scrapy.Spider):
 
     @classmethod
     def check_arguments(cls, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
-        """Raise :class:`TrawlUsageError` if the arguments cannot work."""
+        """Raise :class:`TrawlUsageError` if the arguments (or this source's own limits) cannot work."""
+        check_source_limits(cls, settings)
         probe = cls.__new__(cls)
         probe.configure(settings, arguments)
 

@@ -28,6 +28,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from scrapy.settings import BaseSettings
+
+from trawl.errors import TrawlUsageError
+from trawl.validation import validate_settings
+
 #: (Scrapy's setting, the per-source setting, the class attribute, how a value is read).
 LIMITS: tuple[tuple[str, str, str, type], ...] = (
     ("DOWNLOAD_TIMEOUT", "SOURCE_DOWNLOAD_TIMEOUT", "default_download_timeout", float),
@@ -49,3 +54,29 @@ def apply_source_limits(source: Any, settings: Any) -> None:
             settings.set(scrapy_name, kind(given[source.name]), priority=priority)
         elif default is not None:
             settings.set(scrapy_name, kind(default), priority="spider")
+
+
+def check_source_limits(source: Any, settings: Any) -> None:
+    """One-line ``TrawlUsageError`` if this source's limits, as its crawler will get them, are out of bounds.
+
+    The bounds are the settings' own (``DOWNLOAD_TIMEOUT`` at most an hour): a value given with
+    ``-s`` is checked with the others before the reactor starts, but a class default (a plugin's
+    source declaring ``default_download_timeout = 7200``) only becomes the setting in the
+    crawler's ``update_settings``; checked there, in ``from_crawler``, it failed inside the
+    reactor with a traceback. So the command checks the outcome of :func:`apply_source_limits`
+    on a copy first, and says where the value came from.
+    """
+    if not isinstance(settings, BaseSettings):
+        return
+    applied = settings.copy()
+    apply_source_limits(source, applied)
+    for scrapy_name, per_source, attribute, _ in LIMITS:
+        try:
+            validate_settings(applied, names=[scrapy_name])
+        except TrawlUsageError as exc:
+            if source.name in settings.getdict(per_source) or getattr(source, attribute, None) is None:
+                raise
+            raise TrawlUsageError(
+                f"{exc} (the {source.name} source's {attribute}; "
+                f"set {per_source}='{{\"{source.name}\": N}}' to override it)"
+            ) from None
