@@ -86,7 +86,7 @@ class Command(ScrapyCommand):
             self.exitcode = fail(self.settings, exc)
             return
         if serving:
-            watch_depths(separate_client(queue.client))
+            watch_depths(separate_client(queue.client), [n for n in loader.list() if n != "all"])
         own = given_settings(opts)
         own.setdefault(SETTING, str(self.settings.get(SETTING)))  # the crawl's shared gate, when there is one
         # As many crawls at once as crawl all runs sources at once (one domain's sources).

@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import redis
+from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import threads
 from twisted.internet.defer import Deferred, DeferredList
 
@@ -65,21 +66,20 @@ def separate_client(client: redis.Redis) -> redis.Redis:
                                                             **pool.connection_kwargs))  # fmt: skip
 
 
-def watch_depths(client: redis.Redis) -> None:
+def watch_depths(client: redis.Redis, sources: Sequence[str]) -> None:
     """``trawl_queue_depth``: the tasks of each source pending in the queue, read at each scrape.
 
     On the metrics server's thread, with a client of its own; a Redis that does not
-    answer leaves the last values (:func:`trawl.metrics.watch_queue_depth`).
+    answer leaves the last values (:func:`trawl.metrics.watch_queue_depth`). Every
+    source this worker knows has a series, at 0 when none of its tasks waits.
     """
     from trawl.metrics import watch_queue_depth
 
     queue = WorkQueue(client)
-    seen: set[str] = set()
 
     def depths() -> dict[str, float]:
-        pending = dict.fromkeys(seen, 0.0)  # a source whose tasks are all taken is at 0, not its last value
+        pending = dict.fromkeys(sources, 0.0)
         for (_, source), count in queue.status().pending.items():
-            seen.add(source)
             pending[source] = pending.get(source, 0.0) + count
         return pending
 
@@ -329,6 +329,6 @@ class Worker:
                 try:
                     crawler = run.crawler
                     if crawler.crawling:
-                        Deferred.fromCoroutine(crawler.stop_async())
+                        deferred_from_coro(crawler.stop_async())  # as Scrapy's own stop: a graceful close
                 except Exception as exc:  # noqa: BLE001 - a crawler still starting: it ends by itself
                     logger.debug("worker %s: cannot stop a crawler yet: %s", self.id, exc)
