@@ -133,7 +133,7 @@ def enqueue(cwd: Path, url: str, upstreams: Upstreams) -> None:
 
 
 def worker_settings(url: str, store: Path) -> dict[str, str]:
-    return {**COMMON, "TRAWL_REDIS_URL": url, "STORE_URI": f"sqlite:///{store}", "QUEUE_HEARTBEAT": "0.5"}
+    return {**COMMON, "TRAWL_REDIS_URL": url, "STORE_URI": f"sqlite:///{store}", "QUEUE_HEARTBEAT": "1"}
 
 
 def stored(store: Path) -> dict[str, int]:

@@ -199,7 +199,7 @@ class Worker:
             pass  # Redis away: the take ends by itself within MAX_TAKE_WAIT
 
     def _reap(self) -> None:
-        for worker, back, dead in self.outages.call(self.queue.reap):
+        for worker, back, dead in self.outages.call(lambda: self.queue.reap(self.id)):
             logger.warning(
                 "worker %s: worker %s is dead: %d task(s) back in the queue, %d dead-lettered",
                 self.id, worker, back, dead,
