@@ -65,6 +65,32 @@ def run(command: list[str], cwd: Path) -> None:
         raise SystemExit(f"{' '.join(command[3:5])} exited {result.returncode}:\n{result.stderr[-2000:]}")
 
 
+def spread_request_bytes(url: str, count: int = 10_000) -> tuple[float, float]:
+    """Redis bytes per queued page request, and Redis commands per push/pop/ack, of the run queue
+    (trawl.distributed.spread) the spreading of one domain's pages will use: wayback's page requests."""
+    from scrapy.utils.request import fingerprint
+    from scrapy.utils.test import get_crawler
+
+    from trawl.distributed.spread import RunRequests
+    from trawl.sources.cdx.wayback import WaybackSpider
+
+    crawler = get_crawler(WaybackSpider, {"WAYBACK_BASE_URL": "http://127.0.0.1:9/web.archive.org"})
+    spider = WaybackSpider.from_crawler(crawler, domain="example.com")
+    client = redis.Redis.from_url(url)
+    run = RunRequests(client, "bench", "w1")
+    before = int(client.info("stats")["total_commands_processed"])
+    for page in range(count):
+        request = spider.page_request(0, page)
+        assert request is not None
+        run.push(request, spider, fingerprint(request).hex())
+    size = run.queued_bytes() / count
+    while (raw := run.pop()) is not None:
+        run.ack(raw)
+    commands = int(client.info("stats")["total_commands_processed"]) - before
+    client.close()
+    return size, commands / count
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -134,6 +160,12 @@ def main() -> None:
                     f" {wall / single:.2f}x crawl all"
                 )
                 client.close()
+        with RedisServer() as server:
+            size, commands = spread_request_bytes(server.url)
+            print(
+                f"a wayback page request in the run queue (trawl.distributed.spread, not wired yet):"
+                f" {size:,.0f} bytes queued, {commands:.1f} Redis commands per push + pop + ack"
+            )
     os.sync()
 
 

@@ -133,7 +133,7 @@ def enqueue(cwd: Path, url: str, upstreams: Upstreams) -> None:
 
 
 def worker_settings(url: str, store: Path) -> dict[str, str]:
-    return {**COMMON, "TRAWL_REDIS_URL": url, "STORE_URI": f"sqlite:///{store}", "QUEUE_HEARTBEAT": "0.5"}
+    return {**COMMON, "TRAWL_REDIS_URL": url, "STORE_URI": f"sqlite:///{store}", "QUEUE_HEARTBEAT": "1"}
 
 
 def stored(store: Path) -> dict[str, int]:
@@ -151,13 +151,18 @@ def queue_status(cwd: Path, url: str) -> str:
 
 
 def run_workers(
-    tmp_path: Path, redis_server: RedisServer, upstreams: Upstreams, during: Any = None
+    tmp_path: Path, redis_server: RedisServer, upstreams: Upstreams, during: Any = None, first: Any = None
 ) -> tuple[dict[str, int], list[WorkerProcess]]:
+    """Three workers until the queue is empty; ``first(worker)`` runs on the first before the others start."""
     store = tmp_path / "shared.db"
     enqueue(tmp_path, redis_server.url, upstreams)
     assert "total: 9 pending, 0 in flight, 0 dead-lettered" in queue_status(tmp_path, redis_server.url)
     settings = worker_settings(redis_server.url, store)
-    workers = [WorkerProcess(tmp_path, settings, "--until-empty") for _ in range(3)]
+    # Two crawls at once each: the nine tasks are shared out, not all taken by the first to start.
+    workers = [WorkerProcess(tmp_path, settings, "--until-empty", "--tasks", "2")]
+    if first is not None:
+        first(workers[0])
+    workers += [WorkerProcess(tmp_path, settings, "--until-empty", "--tasks", "2") for _ in range(2)]
     try:
         if during is not None:
             during(workers)
@@ -178,7 +183,8 @@ def one_pass(tmp_path_factory: pytest.TempPathFactory, upstreams: Upstreams) -> 
         urls, workers = run_workers(tmp_path, server, upstreams)
         status = queue_status(tmp_path, server.url)
     assert "total: 0 pending, 0 in flight, 0 dead-lettered" in status
-    assert sum(w.count(r": took \w+ for ") for w in workers) == 9
+    taken = [line for w in workers for line in w.lines if re.search(r": took \w+ for |is dead|handed", line)]
+    assert sum(w.count(r": took \w+ for ") for w in workers) == 9, "\n".join(taken)
     assert sum(w.count(r" done in ") for w in workers) == 9
     return urls
 
@@ -194,15 +200,16 @@ def test_three_workers_crawl_three_domains_into_one_store_exactly(
 def test_a_worker_killed_mid_run_loses_nothing_and_doubles_nothing(
     tmp_path: Path, redis_server: RedisServer, upstreams: Upstreams, one_pass: dict[str, int]
 ) -> None:
-    def kill_one(workers: list[WorkerProcess]) -> None:
-        victim = workers[0]
+    def kill_one(victim: WorkerProcess) -> None:
         victim.wait_for(r": took \w+ for ")
-        victim.process.kill()  # kill -9: no handler runs, its crawl gets SIGTERM from the kernel
+        victim.wait_for(r"CDX page\(s\)|pages? \d+")  # mid-crawl: its crawls have started
+        victim.process.kill()  # kill -9: its crawls die with it, their tasks stay in its processing list
 
-    urls, workers = run_workers(tmp_path, redis_server, upstreams, during=kill_one)
+    urls, workers = run_workers(tmp_path, redis_server, upstreams, first=kill_one)
     assert workers[0].process.returncode == -signal.SIGKILL
-    reaped = [line for w in workers[1:] for line in w.lines if re.search(r"is dead: 1 task\(s\) back", line)]
-    assert len(reaped) == 1, "\n\n".join(w.tail() for w in workers)
+    back = r"is dead: [1-9]\d* task\(s\) back"
+    reaped = [line for w in workers[1:] for line in w.lines if re.search(back, line)]
+    assert len(reaped) == 1, "\n\n".join(w.tail() for w in workers)  # what it held, returned once
     assert set(urls) == upstreams.expected()  # recall 1.000, nothing extra
     assert urls == one_pass  # every URL's captures as one pass gives them: nothing counted twice
     assert "total: 0 pending, 0 in flight, 0 dead-lettered" in queue_status(tmp_path, redis_server.url)

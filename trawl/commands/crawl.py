@@ -23,25 +23,22 @@ from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from trawl.distributed.gatecheck import check_shared_gate
 from trawl.errors import TrawlError
 from trawl.exports.from_store import export_from_store
 from trawl.exports.written import say_what_was_written
-from trawl.metrics.server import start_metrics
 from trawl.pipeline.manager import plugin_manager_from_settings
-from trawl.politeness.proxies import read_proxy_list
 from trawl.run import statkeys, stopping
 from trawl.run.attribution import unattributed_errors
 from trawl.run.crawl_all import ALL, SourceRun, finish_forced, start_all, summary_table, use_trawl_jobdir
 from trawl.run.files import FILES_SETTINGS, apply_umask
 from trawl.run.logs import install_log_handler, write_usage_error
 from trawl.run.outcome import COMPLETE, FAILED
-from trawl.run.paths import check_export_paths, check_jobdir
+from trawl.run.preflight import check_run
 from trawl.run.startup import install_startup_handlers
 from trawl.run.summary import build_summary, overall_outcome, run_finished
 from trawl.sources.arguments import check_repeated, parse_bool
 from trawl.sources.target import parse_target
-from trawl.stores.registry import check_store_uri, describe_store_uri
+from trawl.stores.registry import describe_store_uri
 from trawl.validation import LOGGING_SETTINGS, apply_declared_defaults, validate_settings
 
 if TYPE_CHECKING:
@@ -107,13 +104,7 @@ class Command(ScrapyCrawlCommand):
         try:
             if check is not None:
                 check(self.settings, opts.spargs)
-            uri = str(self.settings.get("STORE_URI") or "").strip()
-            if uri:  # a bad STORE_URI would otherwise fail inside the reactor, with a traceback
-                check_store_uri(uri, plugins, self._store_needs())
-            read_proxy_list(self.settings)  # a socks5 proxy: one line, not a traceback
-            check_shared_gate(self.settings)  # TRAWL_REDIS_URL that does not answer: one line
-            self._check_paths()
-            start_metrics(self.settings)  # a port in use: one line, before anything is sent
+            check_run(self.settings, plugins)  # store, proxies, shared gate, paths, metrics
         except TrawlError as exc:
             self._fail(str(exc))
             return
@@ -144,13 +135,7 @@ class Command(ScrapyCrawlCommand):
         assert self.crawler_process is not None and self.settings is not None
         feeds = dict(self.settings.getdict("FEEDS"))
         try:
-            uri = str(self.settings.get("STORE_URI") or "").strip()
-            if uri:
-                check_store_uri(uri, plugins, self._store_needs(exports=bool(feeds)))
-            read_proxy_list(self.settings)
-            check_shared_gate(self.settings)
-            self._check_paths()
-            start_metrics(self.settings)
+            check_run(self.settings, plugins, exports=bool(feeds))
             job_id = uuid.uuid4().hex  # every source's run is part of this one job
             runs = start_all(self.crawler_process, self.settings, opts.spargs, job_id)
         except TrawlError as exc:
@@ -239,19 +224,6 @@ class Command(ScrapyCrawlCommand):
             )
             return
         run_finished(plugins, summary)
-
-    def _check_paths(self) -> None:
-        """The ``-o``/``-O`` files and ``JOBDIR`` can be written (:mod:`trawl.run.paths`)."""
-        assert self.settings is not None
-        check_export_paths(self.settings.getdict("FEEDS"))
-        if self.settings.get("JOBDIR"):
-            check_jobdir(str(self.settings.get("JOBDIR")))
-
-    def _store_needs(self, exports: bool = False) -> tuple[str, ...]:
-        """The store capabilities this run relies on (resume for JOBDIR, read for ``all -o``)."""
-        assert self.settings is not None
-        needs = ("resume",) if self.settings.get("JOBDIR") else ()
-        return (*needs, "read") if exports else needs
 
     def _log_store(self, plugins: pluggy.PluginManager) -> None:
         """Where this run's URLs go, resolved: ``store: sqlite:////abs/dir/trawl.db``."""

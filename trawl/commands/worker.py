@@ -10,20 +10,37 @@ import argparse
 import sys
 
 from scrapy.commands import ScrapyCommand
-from scrapy.spiderloader import get_spider_loader
 
 from trawl.distributed.commandline import fail, given_settings, open_queue
 from trawl.distributed.connection import SETTING
 from trawl.distributed.storecheck import claim_store, release_store
-from trawl.distributed.worker import Worker
+from trawl.distributed.worker import Worker, separate_client, watch_depths
 from trawl.errors import TrawlError
-from trawl.validation import validate_settings
+from trawl.metrics.server import start_metrics
+from trawl.run.files import FILES_SETTINGS, apply_umask
+from trawl.run.logs import install_log_handler, write_usage_error
+from trawl.validation import LOGGING_SETTINGS, apply_declared_defaults, validate_settings
+
+EXIT_USAGE = 2
 
 
 class Command(ScrapyCommand):
     requires_project = True
-    requires_crawler_process = False
+    #: The worker's one Scrapy process: every task's crawler runs on its reactor.
+    requires_crawler_process = True
     default_settings = {"LOG_LEVEL": "INFO"}
+
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        """trawl's log handler before Scrapy builds the process (no banner), as ``trawl crawl`` does."""
+        super().process_options(args, opts)
+        assert self.settings is not None
+        try:
+            validate_settings(self.settings, names=(*LOGGING_SETTINGS, *FILES_SETTINGS))
+        except TrawlError as exc:
+            write_usage_error(self.settings, str(exc))
+            sys.exit(EXIT_USAGE)
+        apply_umask(self.settings)
+        install_log_handler(self.settings)
 
     def syntax(self) -> str:
         return "[-s NAME=VALUE]... [--until-empty] [--tasks N]"
@@ -43,35 +60,44 @@ class Command(ScrapyCommand):
         super().add_options(parser)
         parser.add_argument("--until-empty", action="store_true",
                             help="exit once the queue is empty and no worker holds work")  # fmt: skip
-        parser.add_argument("--tasks", type=int, default=1, metavar="N",
-                            help="tasks run at once by this worker (default: 1)")  # fmt: skip
+        parser.add_argument("--tasks", type=int, default=None, metavar="N",
+                            help="tasks run at once by this worker (default: as many as the sources"
+                                 " crawl all runs at once)")  # fmt: skip
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         if args:
             self.exitcode = fail(self.settings, f"trawl worker takes no arguments, got {args[0]!r}")
             return
-        if opts.tasks < 1:
+        if opts.tasks is not None and opts.tasks < 1:
             self.exitcode = fail(self.settings, f"--tasks must be at least 1, got {opts.tasks}")
             return
+        assert self.crawler_process is not None
         try:
-            loader = get_spider_loader(self.settings)
+            loader = self.crawler_process.spider_loader
             error = getattr(loader, "plugin_error", None)
             if error is not None:
                 raise TrawlError(str(error))
             validate_settings(self.settings, sources=[n for n in loader.list() if n != "all"])
+            apply_declared_defaults(self.settings)  # every task's settings start from these
             queue = open_queue(self.settings)
+            serving = start_metrics(self.settings)  # one endpoint for the worker: a port in use is one line
         except TrawlError as exc:
             self.exitcode = fail(self.settings, exc)
             return
+        if serving:
+            watch_depths(separate_client(queue.client), [n for n in loader.list() if n != "all"])
         own = given_settings(opts)
         own.setdefault(SETTING, str(self.settings.get(SETTING)))  # the crawl's shared gate, when there is one
+        # As many crawls at once as crawl all runs sources at once (one domain's sources).
+        slots = opts.tasks or sum(1 for n in loader.list() if getattr(loader.load(n), "in_crawl_all", True)
+                                  and n != "all")  # fmt: skip
         worker = Worker(
             queue,
-            executable=[sys.executable, "-m", "trawl.cli"],
+            self.crawler_process,
             own_settings=own,
             known_sources=loader.list(),
-            slots=opts.tasks,
+            slots=max(slots, 1),
             until_empty=opts.until_empty,
         )
         store_uri = own.get("STORE_URI") or str(self.settings.get("STORE_URI") or "")

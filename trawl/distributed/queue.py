@@ -199,7 +199,7 @@ class WorkQueue:
 
     # --- the reaper ------------------------------------------------------------------------
 
-    def reap(self) -> list[tuple[str, int, int]]:
+    def reap(self, me: str = "") -> list[tuple[str, int, int]]:
         """Return every dead worker's tasks to the queue (or the dead-letter list): (worker, back, dead).
 
         Not within twice a heartbeat's expiry of Redis starting: after an outage every
@@ -212,6 +212,8 @@ class WorkQueue:
         reaped = []
         for member in self.client.smembers(WORKERS):
             worker = member.decode() if isinstance(member, bytes) else str(member)
+            if worker == me:  # the reaper is alive, whatever its heartbeat says after a stall
+                continue
             keys = [processing_key(worker), heartbeat_key(worker), PENDING, DEAD, DEATHS, WORKERS, QUEUED]
             back, dead = self._reap(keys=keys, args=[self.max_deaths, worker, int(time.time())])
             if int(back) >= 0:

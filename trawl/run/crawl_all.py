@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
+from scrapy.crawler import Crawler
 
 from trawl.errors import TrawlUsageError
 from trawl.politeness.ratelimit import source_rate
@@ -32,7 +33,7 @@ from trawl.sources.arguments import split_list
 from trawl.sources.base import COMMON_ARGUMENTS, FILTER_ARGUMENTS
 
 if TYPE_CHECKING:
-    from scrapy.crawler import Crawler, CrawlerProcess
+    from scrapy.crawler import CrawlerProcess
     from scrapy.settings import Settings
 
 ALL = "all"
@@ -46,6 +47,8 @@ class SourceRun:
     explicit: bool
     started: float = 0.0
     finished: float = 0.0
+    #: What ``process.crawl()`` returned: done when the crawl has ended (a Deferred or an asyncio Task).
+    crawling: Any = None
 
     def stat(self, key: str, default: Any = 0) -> Any:
         stats = self.crawler.stats
@@ -145,11 +148,17 @@ def start_all(
 
     Every source's run is recorded under ``job_id``: what ``trawl report new
     --since last`` reads as "the last crawl" (one job, several runs).
+    ``settings`` other than the process's are a worker task's (its ``-s`` under
+    the worker's): its crawlers are built from them, and the process's are
+    merged in under them by ``crawl()``, as for the command line's.
     """
     names, classes, explicit = check_all(process.spider_loader, settings, arguments)
     runs = []
     for name, spidercls in zip(names, classes, strict=True):
-        crawler = process.create_crawler(spidercls)
+        if settings is process.settings:
+            crawler = process.create_crawler(spidercls)
+        else:
+            crawler = Crawler(spidercls, settings)
         # Exported from the store at the end; a priority above the runner's (crawl() merges it in).
         crawler.settings.set("FEEDS", {}, priority=100)
         use_trawl_jobdir(crawler.settings)
@@ -158,7 +167,7 @@ def start_all(
         run = SourceRun(name, crawler, explicit)
         run.started = time.monotonic()
         crawler.signals.connect(run.mark_finished, signal=signals.spider_closed)
-        process.crawl(crawler, **arguments_for(spidercls, arguments))
+        run.crawling = process.crawl(crawler, **arguments_for(spidercls, arguments))
         runs.append(run)
     return runs
 

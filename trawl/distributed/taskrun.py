@@ -1,0 +1,190 @@
+"""One queued task run as ``trawl crawl all`` runs a source, on the worker's own reactor.
+
+A task is ``crawl all`` for one domain and one source (:mod:`.tasks`): its
+crawler is built by :func:`trawl.run.crawl_all.start_all`, from the worker's
+settings with the task's ``-s`` under the worker's own, after the checks
+every crawl makes (:func:`trawl.run.preflight.check_run`: settings, arguments,
+the store, proxies, the shared gate, paths). So a task's run is exactly a
+``crawl all`` run (the store and its provenance merge, the run record, the
+outcome, ``trawl_run_finished``), only without a process of its own: one
+Scrapy process per worker runs many tasks at once and one after the other.
+
+What decides a task's fate (:func:`verdict`) is what decided ``crawl all``'s
+exit status: complete (or an unnamed source skipped without its key) is done;
+partial, failed or blocked is dead-lettered; a task whose arguments or
+settings are refused never starts and is dead-lettered with the one line the
+command line would print.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from trawl.distributed.tasks import Task
+from trawl.exports.from_store import export_from_store
+from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.run.crawl_all import ALL, SourceRun, check_all, start_all, summary_table
+from trawl.run.outcome import FAILED
+from trawl.run.preflight import check_run
+from trawl.run.summary import build_summary, overall_outcome, run_finished
+from trawl.sources.arguments import parse_bool
+from trawl.sources.target import parse_target
+from trawl.validation import apply_declared_defaults, validate_settings
+
+if TYPE_CHECKING:
+    import pluggy
+    from scrapy.crawler import CrawlerProcessBase
+    from scrapy.settings import Settings
+
+logger = logging.getLogger("trawl.worker")
+
+DONE = "done"
+DEAD = "dead"
+BACK = "back"
+
+
+@dataclass
+class HeldTask:
+    """A task this worker holds, from its take to its acknowledgement."""
+
+    raw: bytes
+    task: Task
+    settings: Settings
+    arguments: dict[str, str]
+    started: float = field(default_factory=time.monotonic)
+    started_at: float = field(default_factory=time.time)
+    job_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    plugins: pluggy.PluginManager | None = None
+    runs: list[SourceRun] = field(default_factory=list)
+    #: A second signal stopped it: handed back to the queue, whatever its outcome.
+    stopped: bool = False
+    #: The one line that refused it (bad arguments or settings), if it was.
+    refused: str | None = None
+    #: A crawl that could not even start (its spider not built): failed.
+    crashed: bool = False
+    #: Its ``-o`` exports could not be written: incomplete, as ``crawl all`` exits 1 then.
+    export_failed: bool = False
+
+    @property
+    def what(self) -> str:
+        return f"{self.task.source} for {self.task.domain}"
+
+
+def task_settings(base: Settings, task: Task, own: Mapping[str, str]) -> Settings:
+    """The worker's settings with the task's ``-s`` over them, the worker's own ``-s`` over both."""
+    settings = base.copy()
+    for name, value in task.settings.items():
+        if name not in own:
+            settings.set(name, value, priority="cmdline")
+    return settings
+
+
+def task_arguments(task: Task, known_sources: Iterable[str]) -> dict[str, str]:
+    """``crawl all``'s ``-a`` for this task's one source (see :meth:`Task.command`)."""
+    arguments: dict[str, str] = {}
+    if task.explicit:
+        arguments["sources"] = task.source
+    else:  # an unnamed source is run by excluding the others: skipped without a key, not failed
+        others = sorted(name for name in known_sources if name not in (task.source, ALL))
+        if others:
+            arguments["exclude"] = ",".join(others)
+    arguments.update(task.arguments)
+    return arguments
+
+
+def preflight(held: HeldTask, loader: Any) -> None:
+    """Every check ``crawl all`` makes before its reactor runs; ``TrawlError`` refuses the task.
+
+    Run on a thread: some checks wait on the network (the store, the shared gate's Redis).
+    """
+    settings = held.settings
+    sources = [name for name in loader.list() if name != ALL]
+    validate_settings(settings, sources=sources)
+    apply_declared_defaults(settings)  # the components' own defaults, under anything set
+    held.plugins = plugin_manager_from_settings(settings)
+    check_all(loader, settings, held.arguments)
+    check_run(settings, held.plugins, exports=bool(settings.getdict("FEEDS")))
+
+
+def launch(held: HeldTask, process: CrawlerProcessBase) -> None:
+    """Build and start the task's crawler on the running reactor (on the reactor's thread)."""
+    held.runs = start_all(process, held.settings, held.arguments, held.job_id)
+
+
+def _spider_built(run: SourceRun) -> bool:
+    return getattr(run.crawler, "spider", None) is not None
+
+
+def outcome_of(held: HeldTask) -> tuple[str, bool]:
+    """The task's one word and whether it counts as done, as ``crawl all``'s exit status said."""
+    if held.refused is not None:
+        return FAILED, False
+    built = not held.crashed and all(_spider_built(run) for run in held.runs)
+    outcomes = [_outcome(run) for run in held.runs]
+    ok = built and all(run.ok for run in held.runs if _spider_built(run))
+    return overall_outcome(outcomes, ok), ok
+
+
+def _outcome(run: SourceRun) -> str:
+    try:
+        return run.outcome
+    except RuntimeError:  # Scrapy 2.19: no stats when the spider could not be built
+        return FAILED
+
+
+def verdict(held: HeldTask) -> tuple[str, str]:
+    """(``done``, ``dead`` or ``back``, the reason): what the queue is told."""
+    if held.stopped:
+        return BACK, "stopped"
+    if held.refused is not None:
+        return DEAD, f"the crawl refused its arguments or settings: {held.refused}"
+    outcome, ok = outcome_of(held)
+    if held.export_failed:
+        return DEAD, f"the crawl could not write its exports ({outcome})"
+    if ok:
+        return DONE, outcome
+    return DEAD, f"the crawl ended incomplete ({outcome})"
+
+
+def wrap_up(held: HeldTask) -> None:
+    """After the crawl (on a thread): exports, the summary table, ``trawl_run_finished``.
+
+    What ``crawl all`` does once its reactor has stopped, for this task's runs;
+    the notifications' wait and the store reads must not hold the reactor.
+    """
+    if held.refused is not None or not held.runs or held.plugins is None:
+        return
+    settings, spargs = held.settings, held.arguments
+    outcome, ok = outcome_of(held)
+    check_only = parse_bool("check_only", spargs.get("check_only", False))
+    feeds = {} if check_only else dict(settings.getdict("FEEDS"))
+    run_ids = [run.run_id for run in held.runs if _spider_built(run) and run.run_id]
+    if feeds:
+        try:
+            target = parse_target(spargs.get("domain"), parse_bool("subs", spargs.get("subs", True)))
+            new_only = parse_bool("new_only", spargs.get("new_only", False))
+            export_from_store(run_ids, feeds, settings, held.plugins, target, new_only=new_only, completed=ok)
+        except Exception as exc:  # noqa: BLE001 - one line, as crawl all says it
+            logger.error("worker: %s: cannot write the exports: %s: %s", held.what, type(exc).__name__, exc)
+            held.export_failed = ok = False
+    built = [run for run in held.runs if _spider_built(run)]
+    if built:
+        for line in summary_table(built, settings, check_only).splitlines():
+            logger.info("%s", line)
+    if check_only:
+        return
+    try:
+        summary = build_summary(
+            built, job_id=held.job_id, domain=held.task.domain, outcome=outcome,
+            exit_status=0 if ok else 1, settings=settings, plugins=held.plugins, started_at=held.started_at,
+        )  # fmt: skip
+    except Exception as exc:  # noqa: BLE001 - the run is over: its outcome stands
+        logger.warning("run summary: cannot be built (%s: %s); trawl_run_finished not called",
+                       type(exc).__name__, exc)  # fmt: skip
+        return
+    run_finished(held.plugins, summary)
