@@ -117,9 +117,12 @@ class ResponseFilesPipeline(FilesPipeline):
     # --- one batch -------------------------------------------------------------------------
 
     async def process_item(self, item: Any, spider: Any = None) -> Any:
-        if not isinstance(item, ResponseBatch) or item.frame.height == 0:
+        if not isinstance(item, ResponseBatch):
             return item
         frame = ResponseBatch.with_transient(item.frame)
+        if frame.height == 0:  # a URL without captures: its page still goes to the ledger
+            item.frame = frame.drop("replay", "payload")
+            return item
         rows = frame.to_dicts()
         done = await maybe_deferred_to_future(
             DeferredList(
