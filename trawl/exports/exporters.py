@@ -18,7 +18,8 @@ import polars as pl
 from scrapy.exporters import BaseItemExporter, CsvItemExporter, JsonLinesItemExporter
 
 from trawl.exports.append import known_urls, unseen
-from trawl.records.batches import UrlBatch
+from trawl.records.batches import Batch, UrlBatch
+from trawl.records.kinds import stored_columns
 
 CSV_FIELDS = ("url", "host", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes", "new")
 _RECORD = ("url", "host", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes", "new")
@@ -56,6 +57,14 @@ class RecordJsonLinesExporter(JsonLinesItemExporter):
         self.known = known_urls(file, "jsonl")
 
     def export_item(self, item: Any) -> None:
+        if isinstance(item, Batch) and not isinstance(item, UrlBatch) and type(item).KEY:
+            # A declared kind (the responses index): its stored columns, one object a record.
+            frame = item.frame.select(c for c in stored_columns(type(item)) if c in item.frame.columns)
+            if frame.height:
+                buffer = io.BytesIO()
+                frame.write_ndjson(buffer)
+                self.file.write(buffer.getvalue())
+            return
         if not isinstance(item, UrlBatch):
             super().export_item(item)
             return
@@ -77,6 +86,14 @@ class RecordCsvExporter(CsvItemExporter):
             self._headers_not_written = False  # the file has its header row
 
     def export_item(self, item: Any) -> None:
+        if isinstance(item, Batch) and not isinstance(item, UrlBatch) and type(item).KEY:
+            # A declared kind (the responses index): its stored columns, one object a record.
+            frame = item.frame.select(c for c in stored_columns(type(item)) if c in item.frame.columns)
+            if frame.height:
+                buffer = io.BytesIO()
+                frame.write_ndjson(buffer)
+                self.file.write(buffer.getvalue())
+            return
         if not isinstance(item, UrlBatch):
             super().export_item(item)
             return

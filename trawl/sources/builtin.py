@@ -18,6 +18,7 @@ from trawl.sources.crates.spider import CratesSpider
 from trawl.sources.ghostarchive import GhostarchiveSpider
 from trawl.sources.intelx import IntelxSpider
 from trawl.sources.otx import OtxSpider
+from trawl.sources.responses.spider import ResponsesSpider
 from trawl.sources.urlscan import UrlscanSpider
 from trawl.sources.virustotal import VirustotalSpider
 
@@ -33,7 +34,7 @@ BUILTIN_SOURCES: tuple[type[Spider], ...] = (
 
 #: Built-in sources of other record kinds: they take no domain, and ``crawl all`` runs
 #: them only when named (``-a sources=crates``).
-BUILTIN_RECORD_SOURCES: tuple[type[Spider], ...] = (CratesSpider,)
+BUILTIN_RECORD_SOURCES: tuple[type[Spider], ...] = (CratesSpider, ResponsesSpider)
 
 
 @hookimpl

@@ -199,6 +199,41 @@ class UrlReportingStore(Protocol):
         """
 
 
+# --- the response kind's reading side (issue 18) ---------------------------------------------
+
+
+class ResponseIndex(Protocol):
+    """The index of stored archived responses, read back (``response`` records).
+
+    What the responses source reads before it downloads (which digests are stored,
+    and in which file) and what a miner reads: the records in frames of
+    ``size`` rows, in (url, timestamp) order, each a batch of the kind.
+    """
+
+    def digests(self) -> dict[str, str]:
+        """Every stored digest and the file (relative to ``FILES_STORE``) that holds its bytes."""
+
+    def missing(self) -> set[tuple[str, str]]:
+        """(url, timestamp) of the captures indexed without a file: the archive had no memento."""
+
+    def batches(
+        self, domain: str | None = None, include_subdomains: bool = True, size: int = 5000
+    ) -> Iterator[Batch]:
+        """The records with a file, of ``domain`` (and subdomains; all without one), ``size`` rows a batch."""
+
+    def close(self) -> None:
+        """Release the connection."""
+
+
+@runtime_checkable
+class ResponseIndexStore(Protocol):
+    """A store that can read its ``response`` records back (class-level)."""
+
+    @classmethod
+    def response_index(cls, uri: str, settings: Any) -> ResponseIndex:
+        """Open the index of the store ``uri`` names (read-only)."""
+
+
 #: The names plugin authors have imported since before the reading side was per kind.
 ReadableStore = UrlReadableStore
 Searcher = UrlSearcher
@@ -212,6 +247,7 @@ CAPABILITIES: dict[str, tuple[type, str]] = {
     "read": (ReadableStore, "exports from the store (crawl all -o)"),
     "search": (SearchableStore, "trawl search"),
     "report": (ReportingStore, "trawl report new"),
+    "responses": (ResponseIndexStore, "the responses index (trawl crawl responses, trawl responses list)"),
 }
 
 

@@ -358,6 +358,13 @@ class SqliteStore(WritesOnThread):
         return reading.read_first_seen(sqlite_path(uri), run_ids, domain, limit, size)
 
     @classmethod
+    def response_index(cls, uri: str, settings: Any = None):  # type: ignore[no-untyped-def]
+        """The ``response`` records read back (:class:`trawl.stores.sqlite.responses.SqliteResponseIndex`)."""
+        from trawl.stores.sqlite.responses import SqliteResponseIndex
+
+        return SqliteResponseIndex(sqlite_path(uri))
+
+    @classmethod
     def searcher(cls, uri: str, settings: Any = None):  # type: ignore[no-untyped-def]
         """The read side ``scrapy search`` uses (:class:`trawl.stores.sqlite.search.SqliteSearcher`).
 

@@ -1,0 +1,171 @@
+"""Files/s, MB/s and peak RSS of ``trawl crawl responses`` against a local replay server (issue 18).
+
+N archived files (default 10,000; ``--files`` scales down) of mixed sizes (70%
+1 KiB, 25% 16 KiB, 5% 128 KiB), 30% of them sharing a digest with an earlier
+file (the same bytes under another URL), one capture each, served by
+:class:`tests.servers.ia_replay.FakeReplayServer` (CDX and ``id_`` replay on
+127.0.0.1). Bodies are made on demand from the URL, so the server holds no
+copy of them. First a wayback crawl stores the URLs, then the timed run:
+``python -m trawl.cli crawl responses`` into a fresh ``FILES_STORE``, gates
+off, ``SOURCE_CONCURRENCY`` 16; its peak RSS is read from ``/proc``
+(:func:`bench.bench_wayback.watch_peak_rss`). Reported: files written, the
+replays the server logged (each digest once), the crawl's time (its last line)
+and the process's, archived files/s, MB/s stored, peak RSS.
+
+    python bench/bench_responses.py [--files N] [--concurrency N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_wayback import watch_peak_rss  # noqa: E402
+from tests.servers.ia_cdx import make_capture  # noqa: E402
+from tests.servers.ia_replay import FakeReplayServer, Memento, content_digest  # noqa: E402
+
+EXTRA = [a for s in os.environ.get("BENCH_SET", "").split() for a in ("-s", s)]
+SIZES = ((0.70, 1 << 10), (0.25, 16 << 10), (0.05, 128 << 10))
+
+
+def body_for(seed: int, size: int) -> bytes:
+    """``size`` bytes of text that differ per seed (a JavaScript-looking line, repeated)."""
+    line = f"var endpoint{seed} = '/api/v1/item/{seed}'; // {hashlib.sha1(str(seed).encode()).hexdigest()}\n"
+    return (line * (size // len(line) + 1)).encode()[:size]
+
+
+class LazyMementos(dict):  # type: ignore[type-arg]
+    """(url, timestamp) -> Memento, the body built when asked for."""
+
+    def __init__(self, plan: dict[str, tuple[int, int]]) -> None:
+        super().__init__()
+        self.plan = plan
+
+    def get(self, key: tuple[str, str], default: object = None) -> object:  # type: ignore[override]
+        found = self.plan.get(key[0])
+        if found is None:
+            return default
+        return Memento(200, body_for(*found), "application/javascript")
+
+
+def build(count: int) -> tuple[FakeReplayServer, int, int]:
+    """The server, the distinct digests and their bytes in total."""
+    plan: dict[str, tuple[int, int]] = {}
+    captures = []
+    seen: dict[int, int] = {}
+    unique_bytes = 0
+    for number in range(count):
+        share = number % 10 < 3 and number >= 10  # 30%: the bytes of an earlier file
+        if share:
+            seed, size = plan[f"https://example.com/f/{number - 7}.js"]
+        else:
+            pick = (number * 7919 % 100) / 100
+            size = SIZES[0][1] if pick < 0.70 else SIZES[1][1] if pick < 0.95 else SIZES[2][1]
+            seed = number
+        url = f"https://example.com/f/{number}.js"
+        plan[url] = (seed, size)
+        body = body_for(seed, size)
+        if seed not in seen:
+            seen[seed] = len(body)
+            unique_bytes += len(body)
+        captures.append(
+            make_capture(
+                url, "20230101000000", "application/javascript", "200", content_digest(body), str(size)
+            )
+        )
+    server = FakeReplayServer(captures)
+    server.mementos = LazyMementos(plan)  # type: ignore[assignment]
+    return server, len(seen), unique_bytes
+
+
+def trawl(workdir: Path, *args: str) -> subprocess.Popen:
+    """A trawl command; its log to ``log.txt`` (a pipe nobody reads while it runs would fill and stall it)."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), TRAWL_STORE_URI="sqlite:///trawl.db")
+    log = (workdir / "log.txt").open("w")
+    return subprocess.Popen(
+        [sys.executable, "-m", "trawl.cli", *args],
+        cwd=workdir,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=10_000, help="archived files (default 10000)")
+    parser.add_argument("--concurrency", type=int, default=16, help="SOURCE_CONCURRENCY of the run")
+    opts = parser.parse_args()
+    server, digests, unique_bytes = build(opts.files)
+    with tempfile.TemporaryDirectory(prefix="bench-responses-") as tmp, server:
+        workdir = Path(tmp)
+        common = ["-s", f"WAYBACK_BASE_URL={server.base_url}", "-s", "RATE_LIMITS_ENABLED=False"]
+        urls = trawl(workdir, "crawl", "wayback", "-a", "domain=example.com", "-a", "filters=false", *common)
+        urls.wait()
+        err = (workdir / "log.txt").read_text()
+        if urls.returncode:
+            sys.exit(f"the wayback crawl failed: {err[-2000:]}")
+        server.replays.clear()
+        started = time.perf_counter()
+        crawl = trawl(
+            workdir,
+            "crawl",
+            "responses",
+            "-a",
+            "domain=example.com",
+            *common,
+            "-s",
+            f'SOURCE_CONCURRENCY={{"responses": {opts.concurrency}}}',
+            "-s",
+            "AUTOTHROTTLE_ENABLED=False",
+            *EXTRA,
+            "-s",
+            f"FILES_STORE={workdir / 'files'}",
+        )
+        peak = watch_peak_rss(crawl)
+        crawl.wait()
+        err = (workdir / "log.txt").read_text()
+        elapsed = time.perf_counter() - started
+        if os.environ.get("BENCH_LOG"):
+            Path(os.environ["BENCH_LOG"]).write_text(err)
+        if crawl.returncode:
+            sys.exit(f"the responses crawl failed: {err[-2000:]}")
+        # The crawl's own time, from its last line ("complete (finished) in 4.4 s"): the process
+        # also spends seconds starting Python and Scrapy and closing.
+        found = re.search(r"responses: complete \(finished\) in ([0-9.]+) s", err)
+        crawl_seconds = float(found.group(1)) if found else elapsed
+        written = [p for p in (workdir / "files").rglob("*") if p.is_file()]
+        size = sum(p.stat().st_size for p in written)
+        replays = server.downloads()
+        served = sum(server.mementos.plan[url][1] for _, url in replays)  # type: ignore[attr-defined]
+    report = {
+        "files_archived": opts.files,
+        "distinct_digests": digests,
+        "files_written": len(written),
+        "replay_requests": len(replays),
+        "bytes_written": size,
+        "process_seconds": round(elapsed, 2),
+        "crawl_seconds": crawl_seconds,
+        "files_per_second": round(opts.files / crawl_seconds, 1),
+        "stored_mb_per_second": round(size / crawl_seconds / 1e6, 2),
+        "served_mb_per_second": round(served / crawl_seconds / 1e6, 2),
+        "peak_rss_mb": round(peak, 1),
+    }
+    assert len(written) == digests == len(replays), report
+    assert size == unique_bytes, report
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
