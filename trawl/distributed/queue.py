@@ -222,6 +222,15 @@ class WorkQueue:
 
     # --- what is where ---------------------------------------------------------------------
 
+    def live_workers(self) -> list[str]:
+        """The workers whose heartbeat is current."""
+        members = sorted(m.decode() if isinstance(m, bytes) else str(m)
+                         for m in self.client.smembers(WORKERS))  # fmt: skip
+        pipe = self.client.pipeline(transaction=False)
+        for worker in members:
+            pipe.exists(heartbeat_key(worker))
+        return [w for w, alive in zip(members, pipe.execute(), strict=True) if alive]
+
     def idle(self) -> bool:
         """Nothing pending, nothing held by any worker, live or dead (the reaper may return a dead one's)."""
         if self.client.llen(PENDING):

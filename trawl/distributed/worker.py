@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import redis
+from scrapy import signals
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import threads
 from twisted.internet.defer import Deferred, DeferredList
@@ -216,10 +217,18 @@ class Worker:
             d = threads.deferToThread(self.outages.call, lambda: self.queue.dead_letter(self.id, raw, reason))
             d.addBoth(lambda _: self._released(None))
             return
+        if task.join and any(task.join in (h.task.id, h.task.join) for h in self.held):
+            logger.info("worker %s: already in spread run %s; join task done", self.id, task.join[:8])
+            d = threads.deferToThread(self.outages.call, lambda: self.queue.done(self.id, raw))
+            d.addBoth(lambda _: self._released(None))
+            return
         held = HeldTask(
             raw, task, taskrun.task_settings(self.process.settings, task, self.own_settings),
             taskrun.task_arguments(task, self.known_sources),
         )  # fmt: skip
+        held.spread = taskrun.spread_role(held.settings, task, self._source_class(task.source))
+        if held.spread:
+            taskrun.use_spreading(held.settings, task, held.spread, self.id)
         self.held.append(held)
         logger.info("worker %s: took %s (task %s)", self.id, held.what, task.id[:8])
         d = threads.deferToThread(taskrun.preflight, held, self.process.spider_loader)
@@ -240,8 +249,26 @@ class Worker:
             held.refused = str(exc)
             self._finish(held)
             return
+        if held.spread == taskrun.OWNER:
+            for run in held.runs:  # after its store registered the run: joiners write under it
+                run.crawler.signals.connect(lambda: threads.deferToThread(self._invite, held),
+                                            signal=signals.spider_opened, weak=False)  # fmt: skip
         ended = DeferredList([as_deferred(run.crawling) for run in held.runs], consumeErrors=True)
         ended.addCallback(lambda results: self._crawled(held, results))
+
+    def _source_class(self, name: str) -> Any:
+        try:
+            return self.process.spider_loader.load(name)
+        except KeyError:
+            return None  # an unknown source: the checks before the crawl refuse the task
+
+    def _invite(self, held: HeldTask) -> None:
+        """Queue a join task of the owner's spread run for every other live worker (on a thread)."""
+        others = [w for w in self.outages.call(self.queue.live_workers) if w != self.id]
+        for index in range(1, len(others) + 1):
+            self.outages.call(lambda index=index: self.queue.push(held.task.joining(index)))  # type: ignore[misc]
+        logger.info("worker %s: %s: spreading its pages, %d join task(s) queued",
+                    self.id, held.what, len(others))  # fmt: skip
 
     def _crawled(self, held: HeldTask, results: list[tuple[bool, Any]]) -> None:
         for success, value in results:
