@@ -10,6 +10,7 @@ dedup expires with the run.
 
 from __future__ import annotations
 
+import re
 import signal
 import sqlite3
 import subprocess
@@ -26,7 +27,7 @@ from scrapy.utils.request import fingerprint
 
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.redis_server import RedisServer
-from tests.test_queue_workers import COMMON, TRAWL, WorkerProcess, redis_server, stored  # noqa: F401
+from tests.test_queue_workers import COMMON, TRAWL, WorkerProcess, stored
 from trawl.distributed.queue import WorkQueue
 from trawl.distributed.spread import RunRequests, UnserializableRequest
 
@@ -144,10 +145,16 @@ DEADLINE = 180.0
 
 
 @pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
 def cdx_server() -> Iterator[FakeCdxServer]:
-    """One domain of 60 CDX pages (3 URLs a page), each answered after 50 ms."""
+    """One domain of 60 CDX pages (3 URLs a page), each answered after 200 ms."""
     rows = [make_capture(f"http://example.com/p{n:04d}", "20200101000000") for n in range(PAGES * 3)]
-    with FakeCdxServer(rows, lines_per_page=3, latency=0.05) as server:
+    with FakeCdxServer(rows, lines_per_page=3, latency=0.2) as server:
         yield server
 
 
@@ -165,7 +172,8 @@ def spread_workers(
         for worker in workers:
             worker.wait_for("waiting for work")
         command = [*TRAWL, "enqueue", "example.com", "-a", "sources=wayback", "-a", "filters=false",
-                   "-s", f"WAYBACK_BASE_URL={server.base_url}", "-s", f"TRAWL_REDIS_URL={redis_url}"]  # fmt: skip
+                   "-s", f"WAYBACK_BASE_URL={server.base_url}", "-s", f"TRAWL_REDIS_URL={redis_url}",
+                   ]  # fmt: skip
         done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
         if first is not None:
@@ -215,3 +223,35 @@ def test_one_domains_pages_are_spread_over_three_workers(
         runs = con.execute("SELECT run_id, finish_reason FROM runs").fetchall()
     assert len(runs) == 1 and runs[0][1] == "finished", runs
     assert sum(w.count(r"spreading its pages, 2 join task\(s\) queued") for w in workers) == 1
+
+
+def test_a_worker_killed_mid_run_loses_no_page_and_doubles_only_what_it_held(
+    tmp_path: Path, redis_server: RedisServer, cdx_server: FakeCdxServer
+) -> None:
+    victims: list[WorkerProcess] = []
+
+    def kill_a_joiner(workers: list[WorkerProcess]) -> None:
+        deadline = time.monotonic() + DEADLINE
+        while True:  # polled: a joiner that has fetched a page, the run not over
+            joining = r"spreading run \w+'s pages \(joiner\)"
+            joiners = [(n, w) for n, w in enumerate(workers) if w.count(joining)]
+            fetched = pages_by_worker(cdx_server)
+            ready = [(n, w) for n, w in joiners if fetched.get(f"worker-{n}")]
+            if ready:
+                break
+            assert time.monotonic() < deadline, "\n\n".join(w.tail() for w in workers)
+            threading.Event().wait(0.05)
+        victim = ready[0][1]
+        victim.process.kill()  # kill -9: the requests it holds stay in its held list
+        victim.process.wait()
+        victims.append(victim)
+
+    urls, workers = spread_workers(tmp_path, redis_server.url, cdx_server, first=kill_a_joiner)
+    assert victims and victims[0].process.returncode == -signal.SIGKILL
+    every = [page for pages in pages_by_worker(cdx_server).values() for page in pages]
+    assert set(every) == set(range(PAGES + 1))
+    assert set(urls) == expected_urls() and all(count == 1 for count in urls.values())  # recall 1.000
+    twice = len(every) - len(set(every))
+    back = [int(m) for w in workers if w is not victims[0]
+            for m in re.findall(r"is dead: (\d+) request\(s\) back", "\n".join(w.lines))]  # fmt: skip
+    assert twice <= sum(back) <= 2, (twice, back)  # fetched twice: at most what it held (SPREAD_HOLD: 2)

@@ -251,8 +251,8 @@ class Worker:
             return
         if held.spread == taskrun.OWNER:
             for run in held.runs:  # after its store registered the run: joiners write under it
-                run.crawler.signals.connect(lambda: threads.deferToThread(self._invite, held),
-                                            signal=signals.spider_opened, weak=False)  # fmt: skip
+                run.crawler.signals.connect(lambda: self._spread_opened(held), signal=signals.spider_opened,
+                                            weak=False)  # fmt: skip
         ended = DeferredList([as_deferred(run.crawling) for run in held.runs], consumeErrors=True)
         ended.addCallback(lambda results: self._crawled(held, results))
 
@@ -262,11 +262,19 @@ class Worker:
         except KeyError:
             return None  # an unknown source: the checks before the crawl refuse the task
 
+    def _spread_opened(self, held: HeldTask) -> None:
+        threads.deferToThread(self._invite, held)
+
     def _invite(self, held: HeldTask) -> None:
-        """Queue a join task of the owner's spread run for every other live worker (on a thread)."""
+        """A join task of the owner's spread run into every other live worker's inbox (on a thread).
+
+        Addressed, not queued for any taker: a worker with free slots that already runs the
+        run's crawler would take them itself.
+        """
         others = [w for w in self.outages.call(self.queue.live_workers) if w != self.id]
-        for index in range(1, len(others) + 1):
-            self.outages.call(lambda index=index: self.queue.push(held.task.joining(index)))  # type: ignore[misc]
+        for index, worker in enumerate(others, 1):
+            task = held.task.joining(index)
+            self.outages.call(lambda worker=worker, task=task: self.queue.invite(worker, task))  # type: ignore[misc]
         logger.info("worker %s: %s: spreading its pages, %d join task(s) queued",
                     self.id, held.what, len(others))  # fmt: skip
 
