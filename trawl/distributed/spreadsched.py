@@ -29,8 +29,10 @@ A request that cannot be serialized raises
 :class:`~trawl.distributed.spread.UnserializableRequest` out of the spider's
 callback: the crawl records the error, never drops it silently.
 
-A crawler holds at most ``SPREAD_HOLD`` requests (0: the source's
-concurrency), so that the others get theirs and a ``kill -9`` doubles little.
+A crawler holds at most ``SPREAD_HOLD`` requests (0: twice the source's
+concurrency: the answers being stored, often held a moment by the batch
+coalescer, and as many downloading), so that the others get theirs and a
+``kill -9`` doubles little.
 An idle crawler asks Redis again with a backoff (0.05 s doubling to 2 s) from
 the ``spider_idle`` signal, raising ``DontCloseSpider`` until the run is over:
 the owner closes when nothing is queued or held by anyone (then says so in
@@ -89,7 +91,7 @@ class SpreadScheduler:
     def from_crawler(cls, crawler: Crawler) -> SpreadScheduler:
         settings = crawler.settings
         run = RunRequests(connect(settings), settings[RUN], settings[WORKER])
-        hold = settings.getint("SPREAD_HOLD") or _concurrency(crawler)
+        hold = settings.getint("SPREAD_HOLD") or 2 * _concurrency(crawler)
         return cls(crawler, run, settings.get(ROLE, OWNER), hold, settings.getfloat("QUEUE_HEARTBEAT", 10.0))
 
     # --- Scrapy's scheduler interface ------------------------------------------------------

@@ -230,7 +230,10 @@ class Worker:
         if held.spread:
             taskrun.use_spreading(held.settings, task, held.spread, self.id)
         self.held.append(held)
-        logger.info("worker %s: took %s (task %s)", self.id, held.what, task.id[:8])
+        if task.join:  # not "took": the queue's tasks are counted by that line, and a join is no new work
+            logger.info("worker %s: joined spread run %s of %s", self.id, task.join[:8], held.what)
+        else:
+            logger.info("worker %s: took %s (task %s)", self.id, held.what, task.id[:8])
         d = threads.deferToThread(taskrun.preflight, held, self.process.spider_loader)
         d.addCallbacks(lambda _: self._launch(held), lambda failure: self._refused(held, failure))
 
@@ -303,7 +306,11 @@ class Worker:
         took = time.monotonic() - held.started
         if kind == taskrun.DONE:
             self.outages.call(lambda: self.queue.done(self.id, held.raw))
-            logger.info("worker %s: %s done in %.1f s", self.id, held.what, took)
+            if held.task.join:
+                logger.info("worker %s: %s: its share of spread run %s fetched in %.1f s",
+                            self.id, held.what, held.task.join[:8], took)  # fmt: skip
+            else:
+                logger.info("worker %s: %s done in %.1f s", self.id, held.what, took)
         elif kind == taskrun.BACK:
             self.outages.call(lambda: self.queue.release(self.id, held.raw))
             logger.info("worker %s: %s stopped; handed back to the queue", self.id, held.what)
