@@ -17,6 +17,11 @@ stats``). The target (issue 16): one worker costs at most 1.2x the
 single-process path.
 
     python bench/bench_distributed.py [--domains 3] [--urls 1500] [--latency 0.2] [--workers 1,2,3]
+
+``--spread-pages N``: instead, one domain of N wayback CDX pages (3 URLs a
+page) crawled by each number of workers in ``--workers``, its pages spread
+over them (trawl.distributed.spreadsched): wall, pages a second, pages
+fetched twice, Redis commands per page, and the same with ``SPREAD_PAGES=False``.
 """
 
 from __future__ import annotations
@@ -67,7 +72,7 @@ def run(command: list[str], cwd: Path) -> None:
 
 def spread_request_bytes(url: str, count: int = 10_000) -> tuple[float, float]:
     """Redis bytes per queued page request, and Redis commands per push/pop/ack, of the run queue
-    (trawl.distributed.spread) the spreading of one domain's pages will use: wayback's page requests."""
+    (trawl.distributed.spread) that spreads one domain's pages: wayback's page requests."""
     from scrapy.utils.request import fingerprint
     from scrapy.utils.test import get_crawler
 
@@ -91,6 +96,54 @@ def spread_request_bytes(url: str, count: int = 10_000) -> tuple[float, float]:
     return size, commands / count
 
 
+def spread_bench(pages: int, latency: float, counts: list[int]) -> None:
+    """One big domain, 1..N workers, with and without spreading its pages."""
+    from tests.servers.ia_cdx import FakeCdxServer, make_capture
+    from trawl.distributed.queue import WorkQueue
+
+    rows = [make_capture(f"http://example.com/p{n:06d}", "20200101000000") for n in range(pages * 3)]
+    print(f"one domain, {pages:,} wayback CDX pages of 3 URLs, {latency} s a page")
+    runs = [(n, True) for n in counts] + [(n, False) for n in counts if n > 1]
+    for workers, spread in runs:
+        with tempfile.TemporaryDirectory() as folder, RedisServer() as server, FakeCdxServer(
+            rows, lines_per_page=3, latency=latency
+        ) as cdx:
+            work = Path(folder)
+            client = redis.Redis.from_url(server.url)
+            store = work / "spread.db"
+            own = {**COMMON, "TRAWL_REDIS_URL": server.url, "STORE_URI": f"sqlite:///{store}",
+                   "QUEUE_HEARTBEAT": "1", "SPREAD_PAGES": str(spread)}  # fmt: skip
+            processes = [
+                subprocess.Popen([*TRAWL, "worker", *settings_args(own)], cwd=work,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                for _ in range(workers)
+            ]
+            queue = WorkQueue(client)
+            while len(queue.live_workers()) < workers:
+                time.sleep(0.1)
+            before = int(client.info("stats")["total_commands_processed"])
+            started = time.perf_counter()
+            upstream = {"WAYBACK_BASE_URL": cdx.base_url, "TRAWL_REDIS_URL": server.url}
+            run([*TRAWL, "enqueue", "example.com", "-a", "sources=wayback", "-a", "filters=false",
+                 *settings_args(upstream)], work)  # fmt: skip
+            while not (queue.idle() and len(cdx.requests) > pages):
+                time.sleep(0.1)
+            wall = time.perf_counter() - started
+            commands = int(client.info("stats")["total_commands_processed"]) - before
+            for process in processes:
+                process.terminate()
+            codes = [process.wait() for process in processes]
+            fetched = [dict(r.params)["page"] for r in cdx.requests if "page" in dict(r.params)]
+            exact = stored(store) == {f"http://example.com/p{n:06d}" for n in range(pages * 3)}
+            print(
+                f"{workers} worker(s), SPREAD_PAGES={spread}: {wall:6.2f} s, {pages / wall:6.1f} pages/s,"
+                f" exact={exact}, fetched twice {len(fetched) - len(set(fetched))},"
+                f" {commands / pages:.1f} Redis commands a page (all of them, idle polls and heartbeats"
+                f" included), exits {codes}"
+            )
+            client.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -99,7 +152,11 @@ def main() -> None:
     parser.add_argument("--urls", type=int, default=1500, help="distinct URLs a domain (default 1,500)")
     parser.add_argument("--latency", type=float, default=0.2, help="seconds a server takes to answer a page")
     parser.add_argument("--workers", default="1,2,3")
+    parser.add_argument("--spread-pages", type=int, default=0, help="one domain of N wayback pages, spread")
     args = parser.parse_args()
+    if args.spread_pages:
+        spread_bench(args.spread_pages, args.latency, [int(n) for n in args.workers.split(",")])
+        return
     domains = [f"example{i}.com" for i in range(args.domains)]
     with ExitStack() as stack, tempfile.TemporaryDirectory() as folder:
         work = Path(folder)
@@ -163,7 +220,7 @@ def main() -> None:
         with RedisServer() as server:
             size, commands = spread_request_bytes(server.url)
             print(
-                f"a wayback page request in the run queue (trawl.distributed.spread, not wired yet):"
+                f"a wayback page request in the run queue (trawl.distributed.spread):"
                 f" {size:,.0f} bytes queued, {commands:.1f} Redis commands per push + pop + ack"
             )
     os.sync()

@@ -10,16 +10,24 @@ dedup expires with the run.
 
 from __future__ import annotations
 
+import re
+import signal
+import sqlite3
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 import scrapy
 from scrapy.utils.request import fingerprint
 
+from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.redis_server import RedisServer
+from tests.test_queue_workers import COMMON, TRAWL, WorkerProcess, stored
 from trawl.distributed.queue import WorkQueue
 from trawl.distributed.spread import RunRequests, UnserializableRequest
 
@@ -127,3 +135,123 @@ def test_the_runs_dedup_is_bounded_by_its_expiry(client: redis.Redis) -> None:
     assert run.push(page(spider, 1).replace(dont_filter=True), spider, key)  # a retry is
     assert client.llen(run.requests) == 2
     assert 0 < client.pttl(run.seen) <= 60_000 and 0 < client.pttl(run.requests) <= 60_000
+
+
+# --- spread runs: trawl worker processes against the fake CDX server -----------------------
+
+PAGES = 60
+#: Every spread run ends well within this; a hung worker fails the test instead of hanging it.
+DEADLINE = 180.0
+
+
+@pytest.fixture
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+def cdx_server() -> Iterator[FakeCdxServer]:
+    """One domain of 60 CDX pages (3 URLs a page), each answered after 200 ms."""
+    rows = [make_capture(f"http://example.com/p{n:04d}", "20200101000000") for n in range(PAGES * 3)]
+    with FakeCdxServer(rows, lines_per_page=3, latency=0.2) as server:
+        yield server
+
+
+def spread_workers(
+    tmp_path: Path, redis_url: str, server: FakeCdxServer, count: int = 3, first: Any = None,
+    **settings: str,
+) -> tuple[dict[str, int], list[WorkerProcess]]:  # fmt: skip
+    """``count`` workers (``USER_AGENT`` names each), then the one wayback task; until the queue is empty."""
+    store = tmp_path / "spread.db"
+    common = {**COMMON, "TRAWL_REDIS_URL": redis_url, "STORE_URI": f"sqlite:///{store}",
+              "QUEUE_HEARTBEAT": "1", **settings}  # fmt: skip
+    # Not --until-empty: every worker is up (and so gets a join task) before the task is queued.
+    workers = [WorkerProcess(tmp_path, {**common, "USER_AGENT": f"worker-{n}"}) for n in range(count)]
+    try:
+        for worker in workers:
+            worker.wait_for("waiting for work")
+        command = [*TRAWL, "enqueue", "example.com", "-a", "sources=wayback", "-a", "filters=false",
+                   "-s", f"WAYBACK_BASE_URL={server.base_url}", "-s", f"TRAWL_REDIS_URL={redis_url}",
+                   ]  # fmt: skip
+        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        if first is not None:
+            first(workers)
+        queue = WorkQueue(redis.Redis.from_url(redis_url))
+        deadline = time.monotonic() + DEADLINE
+        while not (sum(w.count(r" done in ") for w in workers) >= 1 and queue.idle()):  # polled, not slept
+            assert time.monotonic() < deadline, "\n\n".join(w.tail() for w in workers)
+            threading.Event().wait(0.2)
+        for worker in workers:
+            if worker.process.poll() is None:
+                worker.process.send_signal(signal.SIGTERM)
+        codes = [w.finish(60) if w.process.returncode is None else w.process.returncode for w in workers]
+    finally:
+        for worker in workers:
+            worker.stop()
+    assert all(code in (0, -9) for code in codes), "\n\n".join(w.tail() for w in workers)
+    assert "Traceback" not in "\n".join(line for w in workers for line in w.lines), workers[0].tail()
+    return stored(store), workers
+
+
+def pages_by_worker(server: FakeCdxServer) -> dict[str, list[int]]:
+    """User-Agent -> the CDX pages it fetched (the server's request log)."""
+    fetched: dict[str, list[int]] = {}
+    for record in server.requests:
+        params = dict(record.params)
+        if "page" in params and "showNumPages" not in params:
+            fetched.setdefault(record.headers.get("User-Agent", ""), []).append(int(params["page"]))
+    return fetched
+
+
+def expected_urls() -> set[str]:
+    return {f"http://example.com/p{n:04d}" for n in range(PAGES * 3)}
+
+
+def test_one_domains_pages_are_spread_over_three_workers(
+    tmp_path: Path, redis_server: RedisServer, cdx_server: FakeCdxServer
+) -> None:
+    urls, workers = spread_workers(tmp_path, redis_server.url, cdx_server)
+    fetched = pages_by_worker(cdx_server)
+    assert sorted(fetched) == ["worker-0", "worker-1", "worker-2"], fetched  # every worker fetched pages
+    every = [page for pages in fetched.values() for page in pages]
+    assert sorted(every) == list(range(PAGES + 1))  # each page (and the one walked past) once: none twice
+    assert set(urls) == expected_urls()  # exactly the expected URLs, each stored once
+    assert all(count == 1 for count in urls.values())
+    with sqlite3.connect(tmp_path / "spread.db") as con:  # one run record, the owner's, closed
+        runs = con.execute("SELECT run_id, finish_reason FROM runs").fetchall()
+    assert len(runs) == 1 and runs[0][1] == "finished", runs
+    assert sum(w.count(r"spreading its pages, 2 join task\(s\) queued") for w in workers) == 1
+
+
+def test_a_worker_killed_mid_run_loses_no_page_and_doubles_only_what_it_held(
+    tmp_path: Path, redis_server: RedisServer, cdx_server: FakeCdxServer
+) -> None:
+    victims: list[WorkerProcess] = []
+
+    def kill_a_joiner(workers: list[WorkerProcess]) -> None:
+        deadline = time.monotonic() + DEADLINE
+        while True:  # polled: a joiner that has fetched a page, the run not over
+            joining = r"spreading run \w+'s pages \(joiner\)"
+            joiners = [(n, w) for n, w in enumerate(workers) if w.count(joining)]
+            fetched = pages_by_worker(cdx_server)
+            ready = [(n, w) for n, w in joiners if fetched.get(f"worker-{n}")]
+            if ready:
+                break
+            assert time.monotonic() < deadline, "\n\n".join(w.tail() for w in workers)
+            threading.Event().wait(0.05)
+        victim = ready[0][1]
+        victim.process.kill()  # kill -9: the requests it holds stay in its held list
+        victim.process.wait()
+        victims.append(victim)
+
+    urls, workers = spread_workers(tmp_path, redis_server.url, cdx_server, first=kill_a_joiner)
+    assert victims and victims[0].process.returncode == -signal.SIGKILL
+    every = [page for pages in pages_by_worker(cdx_server).values() for page in pages]
+    assert set(every) == set(range(PAGES + 1))
+    assert set(urls) == expected_urls() and all(count == 1 for count in urls.values())  # recall 1.000
+    twice = len(every) - len(set(every))
+    back = [int(m) for w in workers if w is not victims[0]
+            for m in re.findall(r"is dead: (\d+) request\(s\) back", "\n".join(w.lines))]  # fmt: skip
+    assert twice <= sum(back) <= 4, (twice, back)  # fetched twice: at most what it held (SPREAD_HOLD: 4)

@@ -208,6 +208,8 @@ BAD = {
     "TRAWL_REDIS_URL": "http://127.0.0.1:6379",
     "QUEUE_HEARTBEAT": "0",
     "QUEUE_MAX_DEATHS": "0",
+    "SPREAD_PAGES": "maybe",
+    "SPREAD_HOLD": "-1",
     "BATCH_COALESCE_SECONDS": "0",
     "TRAWL_PLUGINS": "{not json",
     "TRAWL_PLUGINS_DISABLED": "dedup",

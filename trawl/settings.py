@@ -47,6 +47,12 @@ TRAWL_REDIS_URL = os.environ.get("TRAWL_REDIS_URL", "")
 QUEUE_HEARTBEAT = 10
 # A task whose runs died (killed worker, killed crawl) this many times goes to the dead-letter list.
 QUEUE_MAX_DEATHS = 3
+# trawl worker: a spreadable source's pages (wayback's) go into a per-run Redis queue that every
+# worker fetches from (trawl.distributed.spreadsched); False: each task's run stays on one worker.
+SPREAD_PAGES = True
+# Requests a spread crawler holds at once (taken from the run's queue, not yet done with);
+# 0: twice the source's concurrency (as many being stored as downloading).
+SPREAD_HOLD = 0
 
 # --- Files -------------------------------------------------------------------------------
 # The umask of the run: every file trawl creates (store, LOG_FILE, exports, JOBDIR, reports)

@@ -145,6 +145,8 @@ SETTINGS: dict[str, Check] = {
     # A heartbeat every second at most 10 minutes apart: a dead worker's work waits 3 of them.
     "QUEUE_HEARTBEAT": seconds(0.1, maximum=600),
     "QUEUE_MAX_DEATHS": whole(1),
+    "SPREAD_PAGES": scrapy_bool,
+    "SPREAD_HOLD": whole(0),
     # A page held a minute is 300 times the default; longer, and the store and progress lag behind.
     "BATCH_COALESCE_SECONDS": seconds(0.0, above=True, maximum=60),
     # plugins

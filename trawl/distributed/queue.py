@@ -8,6 +8,8 @@ Keys (prefix ``trawl:queue:``):
   instant it is in exactly one list, so a worker killed between taking and
   finishing leaves it where the reaper finds it. scrapy-redis pops for good
   (``LPOP``/``ZREMRANGEBYRANK``), which is why the queue is not its own.
+- ``inbox:<worker>``: join tasks of a spread run addressed to one worker
+  (:mod:`.spreadsched`): taken before ``pending``, dropped with a dead worker.
 - ``heartbeat:<worker>``: set every ``QUEUE_HEARTBEAT`` seconds, expiring after three.
 - ``workers``: the set of worker ids, live or dead-but-not-reaped.
 - ``deaths``: a hash, task id -> how many runs of it died.
@@ -47,9 +49,11 @@ UNREADABLE = ("(unreadable)", "-")
 #: Heartbeats a worker may miss before it is dead.
 MISSED_BEATS = 3
 
-# KEYS: processing, heartbeat, pending, dead, deaths, workers, queued; ARGV: max deaths, worker id, now.
+# KEYS: processing, heartbeat, pending, dead, deaths, workers, queued, inbox;
+# ARGV: max deaths, worker id, now.
 _REAP = """
 if redis.call('EXISTS', KEYS[2]) == 1 then return {-1, 0} end
+redis.call('DEL', KEYS[8])
 local back, dead = 0, 0
 while true do
   local raw = redis.call('RPOP', KEYS[1])
@@ -86,6 +90,10 @@ return 1
 
 def processing_key(worker: str) -> str:
     return f"{PREFIX}processing:{worker}"
+
+
+def inbox_key(worker: str) -> str:
+    return f"{PREFIX}inbox:{worker}"
 
 
 def heartbeat_key(worker: str) -> str:
@@ -137,7 +145,11 @@ class WorkQueue:
         """The next task, moved into this worker's processing list; ``None`` after ``timeout`` seconds idle.
 
         Blocks in Redis (``BLMOVE``): an idle worker sends one command per timeout, not a poll loop.
+        A join task in this worker's inbox comes first (so it waits at most one take's timeout).
         """
+        raw = self.client.lmove(inbox_key(worker), processing_key(worker), "LEFT", "RIGHT")
+        if raw is not None:
+            return bytes(raw)
         raw = self.client.blmove(PENDING, processing_key(worker), timeout, "LEFT", "RIGHT")
         return bytes(raw) if raw is not None else None
 
@@ -192,7 +204,7 @@ class WorkQueue:
         while self.client.lmove(processing_key(worker), PENDING, "RIGHT", "LEFT") is not None:
             moved += 1
         pipe = self.client.pipeline(transaction=True)
-        pipe.delete(heartbeat_key(worker))
+        pipe.delete(heartbeat_key(worker), inbox_key(worker))
         pipe.srem(WORKERS, worker)
         pipe.execute()
         return moved
@@ -214,7 +226,8 @@ class WorkQueue:
             worker = member.decode() if isinstance(member, bytes) else str(member)
             if worker == me:  # the reaper is alive, whatever its heartbeat says after a stall
                 continue
-            keys = [processing_key(worker), heartbeat_key(worker), PENDING, DEAD, DEATHS, WORKERS, QUEUED]
+            keys = [processing_key(worker), heartbeat_key(worker), PENDING, DEAD, DEATHS, WORKERS, QUEUED,
+                    inbox_key(worker)]  # fmt: skip
             back, dead = self._reap(keys=keys, args=[self.max_deaths, worker, int(time.time())])
             if int(back) >= 0:
                 reaped.append((worker, int(back), int(dead)))
@@ -222,13 +235,26 @@ class WorkQueue:
 
     # --- what is where ---------------------------------------------------------------------
 
+    def invite(self, worker: str, task: Task) -> None:
+        """A join task for ``worker`` alone: its next take takes it."""
+        self.client.rpush(inbox_key(worker), task.to_json())
+
+    def live_workers(self) -> list[str]:
+        """The workers whose heartbeat is current."""
+        members = sorted(m.decode() if isinstance(m, bytes) else str(m)
+                         for m in self.client.smembers(WORKERS))  # fmt: skip
+        pipe = self.client.pipeline(transaction=False)
+        for worker in members:
+            pipe.exists(heartbeat_key(worker))
+        return [w for w, alive in zip(members, pipe.execute(), strict=True) if alive]
+
     def idle(self) -> bool:
         """Nothing pending, nothing held by any worker, live or dead (the reaper may return a dead one's)."""
         if self.client.llen(PENDING):
             return False
         for member in self.client.smembers(WORKERS):
             worker = member.decode() if isinstance(member, bytes) else str(member)
-            if self.client.llen(processing_key(worker)):
+            if self.client.llen(processing_key(worker)) or self.client.llen(inbox_key(worker)):
                 return False
         return True
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from trawl.distributed.spreadsched import JOINER, OWNER, ROLE, RUN, WORKER
 from trawl.distributed.tasks import Task
 from trawl.exports.from_store import export_from_store
 from trawl.pipeline.manager import plugin_manager_from_settings
@@ -69,6 +70,8 @@ class HeldTask:
     crashed: bool = False
     #: Its ``-o`` exports could not be written: incomplete, as ``crawl all`` exits 1 then.
     export_failed: bool = False
+    #: ``owner`` or ``joiner`` of a spread run (:mod:`.spreadsched`); empty: not spread.
+    spread: str = ""
 
     @property
     def what(self) -> str:
@@ -82,6 +85,37 @@ def task_settings(base: Settings, task: Task, own: Mapping[str, str]) -> Setting
         if name not in own:
             settings.set(name, value, priority="cmdline")
     return settings
+
+
+def spread_role(settings: Settings, task: Task, spidercls: Any) -> str:
+    """``joiner`` for a join task; ``owner`` when the task's source spreads its pages; else ``""``.
+
+    A source spreads when its class says ``spreadable = True``, ``SPREAD_PAGES`` is on,
+    the store can take batches under another worker's run (SQLite, PostgreSQL), and the
+    run has none of what keeps per-run state in one process: ``JOBDIR`` (the page
+    ledger), ``check_only``, ``limit_requests``.
+    """
+    if task.join:
+        return JOINER
+    if not getattr(spidercls, "spreadable", False) or not settings.getbool("SPREAD_PAGES"):
+        return ""
+    store = str(settings.get("STORE_URI") or "").split(":", 1)[0].lower()
+    arguments = task.arguments
+    if store not in ("sqlite", "postgresql", "postgres") or settings.get("JOBDIR"):
+        return ""
+    if parse_bool("check_only", arguments.get("check_only", False)) or arguments.get("limit_requests"):
+        return ""
+    return OWNER
+
+
+def use_spreading(settings: Settings, task: Task, role: str, worker: str) -> None:
+    """The task's crawler on the spread run's scheduler: the run is the owner's task id."""
+    run = task.join or task.id
+    for name, value in (
+        ("SCHEDULER", "trawl.distributed.spreadsched.SpreadScheduler"), (RUN, run), (ROLE, role),
+        (WORKER, worker), ("TRAWL_RUN_ID", run),  # one run record, the owner's; joiners write under it
+    ):  # fmt: skip
+        settings.set(name, value, priority=100)
 
 
 def task_arguments(task: Task, known_sources: Iterable[str]) -> dict[str, str]:
@@ -158,6 +192,8 @@ def wrap_up(held: HeldTask) -> None:
     the notifications' wait and the store reads must not hold the reactor.
     """
     if held.refused is not None or not held.runs or held.plugins is None:
+        return
+    if held.spread == JOINER:  # the run's exports and notifications are its owner's
         return
     settings, spargs = held.settings, held.arguments
     outcome, ok = outcome_of(held)

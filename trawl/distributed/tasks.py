@@ -40,19 +40,29 @@ class Task:
     explicit: bool = False
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     enqueued: float = field(default_factory=time.time)
+    #: A join task: the spread run (its owner's task id) whose queued pages this task's crawler fetches.
+    join: str = ""
+    #: Which of the run's join tasks (they differ by it, so that the queue keeps each).
+    joiner: int = 0
 
     def to_json(self) -> bytes:
-        return orjson.dumps(
-            {
-                "id": self.id,
-                "domain": self.domain,
-                "source": self.source,
-                "arguments": self.arguments,
-                "settings": self.settings,
-                "explicit": self.explicit,
-                "enqueued": self.enqueued,
-            }
-        )
+        data: dict[str, Any] = {
+            "id": self.id,
+            "domain": self.domain,
+            "source": self.source,
+            "arguments": self.arguments,
+            "settings": self.settings,
+            "explicit": self.explicit,
+            "enqueued": self.enqueued,
+        }
+        if self.join:
+            data["join"], data["joiner"] = self.join, self.joiner
+        return orjson.dumps(data)
+
+    def joining(self, index: int) -> Task:
+        """Join task ``index`` of this task's spread run: the same source and domain, no start."""
+        return Task(self.domain, self.source, dict(self.arguments), dict(self.settings), self.explicit,
+                    join=self.join or self.id, joiner=index)  # fmt: skip
 
     @classmethod
     def from_json(cls, raw: bytes | str) -> Task:
@@ -67,6 +77,8 @@ class Task:
                 explicit=bool(data.get("explicit", False)),
                 id=str(data["id"]),
                 enqueued=float(data.get("enqueued") or 0.0),
+                join=str(data.get("join") or ""),
+                joiner=int(data.get("joiner") or 0),
             )
         except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
             raise ValueError(f"not a trawl task ({type(exc).__name__}: {exc}): {raw[:200]!r}") from None
@@ -75,7 +87,8 @@ class Task:
     def fingerprint(self) -> str:
         """Same domain, source, arguments and settings: the same work, queued once at a time."""
         key = orjson.dumps(
-            [self.domain, self.source, self.arguments, self.settings, self.explicit],
+            [self.domain, self.source, self.arguments, self.settings, self.explicit]
+            + ([self.join, self.joiner] if self.join else []),
             option=orjson.OPT_SORT_KEYS,
         )
         return hashlib.sha1(key).hexdigest()

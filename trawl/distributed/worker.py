@@ -35,6 +35,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import redis
+from scrapy import signals
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import threads
 from twisted.internet.defer import Deferred, DeferredList
@@ -216,12 +217,23 @@ class Worker:
             d = threads.deferToThread(self.outages.call, lambda: self.queue.dead_letter(self.id, raw, reason))
             d.addBoth(lambda _: self._released(None))
             return
+        if task.join and any(task.join in (h.task.id, h.task.join) for h in self.held):
+            logger.info("worker %s: already in spread run %s; join task done", self.id, task.join[:8])
+            d = threads.deferToThread(self.outages.call, lambda: self.queue.done(self.id, raw))
+            d.addBoth(lambda _: self._released(None))
+            return
         held = HeldTask(
             raw, task, taskrun.task_settings(self.process.settings, task, self.own_settings),
             taskrun.task_arguments(task, self.known_sources),
         )  # fmt: skip
+        held.spread = taskrun.spread_role(held.settings, task, self._source_class(task.source))
+        if held.spread:
+            taskrun.use_spreading(held.settings, task, held.spread, self.id)
         self.held.append(held)
-        logger.info("worker %s: took %s (task %s)", self.id, held.what, task.id[:8])
+        if task.join:  # not "took": the queue's tasks are counted by that line, and a join is no new work
+            logger.info("worker %s: joined spread run %s of %s", self.id, task.join[:8], held.what)
+        else:
+            logger.info("worker %s: took %s (task %s)", self.id, held.what, task.id[:8])
         d = threads.deferToThread(taskrun.preflight, held, self.process.spider_loader)
         d.addCallbacks(lambda _: self._launch(held), lambda failure: self._refused(held, failure))
 
@@ -240,8 +252,34 @@ class Worker:
             held.refused = str(exc)
             self._finish(held)
             return
+        if held.spread == taskrun.OWNER:
+            for run in held.runs:  # after its store registered the run: joiners write under it
+                run.crawler.signals.connect(lambda: self._spread_opened(held), signal=signals.spider_opened,
+                                            weak=False)  # fmt: skip
         ended = DeferredList([as_deferred(run.crawling) for run in held.runs], consumeErrors=True)
         ended.addCallback(lambda results: self._crawled(held, results))
+
+    def _source_class(self, name: str) -> Any:
+        try:
+            return self.process.spider_loader.load(name)
+        except KeyError:
+            return None  # an unknown source: the checks before the crawl refuse the task
+
+    def _spread_opened(self, held: HeldTask) -> None:
+        threads.deferToThread(self._invite, held)
+
+    def _invite(self, held: HeldTask) -> None:
+        """A join task of the owner's spread run into every other live worker's inbox (on a thread).
+
+        Addressed, not queued for any taker: a worker with free slots that already runs the
+        run's crawler would take them itself.
+        """
+        others = [w for w in self.outages.call(self.queue.live_workers) if w != self.id]
+        for index, worker in enumerate(others, 1):
+            task = held.task.joining(index)
+            self.outages.call(lambda worker=worker, task=task: self.queue.invite(worker, task))  # type: ignore[misc]
+        logger.info("worker %s: %s: spreading its pages, %d join task(s) queued",
+                    self.id, held.what, len(others))  # fmt: skip
 
     def _crawled(self, held: HeldTask, results: list[tuple[bool, Any]]) -> None:
         for success, value in results:
@@ -268,7 +306,11 @@ class Worker:
         took = time.monotonic() - held.started
         if kind == taskrun.DONE:
             self.outages.call(lambda: self.queue.done(self.id, held.raw))
-            logger.info("worker %s: %s done in %.1f s", self.id, held.what, took)
+            if held.task.join:
+                logger.info("worker %s: %s: its share of spread run %s fetched in %.1f s",
+                            self.id, held.what, held.task.join[:8], took)  # fmt: skip
+            else:
+                logger.info("worker %s: %s done in %.1f s", self.id, held.what, took)
         elif kind == taskrun.BACK:
             self.outages.call(lambda: self.queue.release(self.id, held.raw))
             logger.info("worker %s: %s stopped; handed back to the queue", self.id, held.what)

@@ -47,6 +47,9 @@ class RunContext:
     #: What the source's arguments say, parsed and checked, by name: what plugins read.
     #: A URL source gives ``target``, ``filters`` and ``new_only`` (:class:`trawl.sources.base.SourceSpider`).
     inputs: dict[str, Any] = field(default_factory=dict)
+    #: A crawler that joined another worker's spread run (trawl.distributed.spreadsched): it writes
+    #: batches under that run's id, and the run's record (its start, end and stats) is the owner's.
+    joined: bool = False
 
     @property
     def settings(self) -> BaseSettings:

@@ -98,6 +98,7 @@ class PluginPipeline:
             plugins=self.plugins,
             job_id=job_id,
             inputs=dict(inputs()) if inputs is not None else {},
+            joined=settings.get("SPREAD_ROLE") == "joiner",
         )
         self.crawler.stats.set_value(statkeys.RUN_ID, run_id)
         spider.run_context = self.context  # the spider reads done pages from it (resume)

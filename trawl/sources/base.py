@@ -99,6 +99,10 @@ class Source(scrapy.Spider):
     #: ``crawl all`` runs it unless the user names other sources; False: only when named
     #: (``-a sources=``): a source that is not about a domain, such as the crates.io dump.
     in_crawl_all: ClassVar[bool] = True
+    #: Its page requests are independent (their state in their meta, no callback copying a
+    #: response's meta into a new request): ``trawl worker`` may spread them over every worker
+    #: (trawl.distributed.spreadsched). False: the source's run stays whole on one worker.
+    spreadable: ClassVar[bool] = False
 
     limit_requests: int
     base_url: str

@@ -29,6 +29,8 @@ class WaybackSpider(CdxSpider):
     # 440-byte lines (long query strings) and still bounds two pages in flight to 128 MiB.
     default_download_maxsize = 64 << 20
     default_download_warnsize = 32 << 20
+    # Each page request carries its endpoint, page and fields in its meta: any worker fetches it.
+    spreadable = True
     base_url_setting = "WAYBACK_BASE_URL"
     default_base_url = "https://web.archive.org"
     dialect_setting = "WAYBACK_DIALECT"

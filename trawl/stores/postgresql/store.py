@@ -127,6 +127,12 @@ class PostgresStore(WritesOnThread):
         con.execute(STAGING)
         target = self.context.target
         job = self.context.job_id or self.context.run_id
+        if self.context.joined:  # another worker's spread run: its record is the owner's to keep
+            row = con.execute("SELECT run FROM runs WHERE run_id = %s", (self.context.run_id,)).fetchone()
+            if row is None:
+                raise StoreError(f"the spread run {self.context.run_id} is not in the store")
+            self.run = int(row[0])
+            return
         row = con.execute(
             "INSERT INTO runs (run_id, source, domain, started_at, job) VALUES (%s, %s, %s, now(), %s)"
             " ON CONFLICT (run_id) DO UPDATE SET finished_at = NULL, finish_reason = NULL, job = excluded.job"
@@ -156,7 +162,7 @@ class PostgresStore(WritesOnThread):
 
     def _close(self, reason: str, stats: str) -> None:
         con = self.connection
-        if con is None:
+        if con is None or self.context.joined:
             return
         try:
             con.execute(

@@ -159,7 +159,11 @@ class SqliteStore(WritesOnThread):
         # Rows refer to runs by this small number: a 32-character run id in
         # three columns of every row made the table half as big again.
         known = con.execute("SELECT run FROM runs WHERE run_id = ?", (self.context.run_id,)).fetchone()
-        if known is not None:  # a resumed run goes on under its number
+        if self.context.joined:  # another worker's spread run: its record is the owner's to keep
+            if known is None:
+                raise StoreError(f"the spread run {self.context.run_id} is not in the store")
+            self.run = known[0]
+        elif known is not None:  # a resumed run goes on under its number
             self.run = known[0]
             # ... as part of this invocation: its URLs are the last crawl's.
             con.execute(
@@ -212,6 +216,8 @@ class SqliteStore(WritesOnThread):
         if con is None:
             return
         self.connection = None  # the writer thread closes the file's connection after its last store
+        if self.context.joined:
+            return
         try:
             con.execute(
                 "UPDATE runs SET finished_at = ?, finish_reason = ?, stats = ? WHERE run_id = ?",

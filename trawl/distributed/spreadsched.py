@@ -1,0 +1,213 @@
+"""The Scrapy scheduler of a spread run: every request goes through the run's queue in Redis.
+
+A spreadable source's task (``spreadable = True`` on its spider class) runs on
+one worker, its *owner*, and ``trawl worker`` queues "join" tasks for the same
+run (:mod:`.spreadjoin`); the workers that take them start a crawler of the
+same source with this scheduler and no start requests. Every crawler of the
+run pushes the requests its spider yields into the run's queue
+(:class:`~trawl.distributed.spread.RunRequests`) and takes its next request
+from it, so one domain's pages are fetched by every worker.
+
+Why not scrapy-redis's ``Scheduler``: its queue pops a request for good, so a
+worker killed mid-request loses it; this one keeps every request taken in the
+worker's held list until its answer is done with, and the reaper returns a
+dead worker's. Scrapy's own scheduler interface is all the engine needs.
+
+When a request is done with (acknowledged, off the held list):
+
+- its response or failure went through the spider's callback or errback and
+  every item it gave through the item pipeline, the store included (the
+  scraper's slot says so when it lets the response go: ``finish_response``);
+  the requests it gave are in the queue before that, pushed as yielded;
+- or a downloader middleware replaced it (a retry, a redirect): the
+  replacement carries the held request's token in its meta (Scrapy copies
+  meta into both), and the held request is acknowledged once the replacement
+  is queued. A spreadable source's callbacks never copy a response's meta into
+  a new request: that is part of being spreadable.
+
+A request that cannot be serialized raises
+:class:`~trawl.distributed.spread.UnserializableRequest` out of the spider's
+callback: the crawl records the error, never drops it silently.
+
+A crawler holds at most ``SPREAD_HOLD`` requests (0: twice the source's
+concurrency: the answers being stored, often held a moment by the batch
+coalescer, and as many downloading), so that the others get theirs and a
+``kill -9`` doubles little.
+An idle crawler asks Redis again with a backoff (0.05 s doubling to 2 s) from
+the ``spider_idle`` signal, raising ``DontCloseSpider`` until the run is over:
+the owner closes when nothing is queued or held by anyone (then says so in
+Redis), a joiner when the owner said so. Idle crawlers reap dead holders once a
+heartbeat. The Redis commands run on the reactor's thread: each is one round
+trip to a Redis close by (push: one script; take: one pipeline).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals
+from scrapy.exceptions import DontCloseSpider
+
+from trawl.distributed.connection import connect
+from trawl.distributed.spread import RunRequests
+
+if TYPE_CHECKING:
+    from scrapy import Request, Spider
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger("trawl.spread")
+
+#: The meta key of a taken request's token (never serialized; a replacement inherits it).
+TOKEN = "_trawl_spread"
+#: Settings the worker gives a spread task's crawler (:func:`trawl.distributed.taskrun.task_settings`).
+RUN = "SPREAD_RUN"
+ROLE = "SPREAD_ROLE"
+WORKER = "TRAWL_WORKER_ID"
+OWNER, JOINER = "owner", "joiner"
+FIRST_WAIT, LONGEST_WAIT = 0.05, 2.0
+
+
+class SpreadScheduler:
+    """Scrapy's scheduler interface over one run's queue in Redis."""
+
+    def __init__(self, crawler: Crawler, run: RunRequests, role: str, hold: int, heartbeat: float) -> None:
+        self.crawler = crawler
+        self.run = run
+        self.role = role
+        self.hold = max(hold, 1)
+        self.heartbeat = heartbeat
+        self.spider: Spider | None = None
+        #: token -> the raw request, for every request taken and not yet acknowledged.
+        self.held: dict[int, bytes] = {}
+        self._tokens = itertools.count(1)
+        self._wait = FIRST_WAIT
+        self._wake: Any = None
+        self._next_reap = 0.0
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> SpreadScheduler:
+        settings = crawler.settings
+        run = RunRequests(connect(settings), settings[RUN], settings[WORKER])
+        hold = settings.getint("SPREAD_HOLD") or 2 * _concurrency(crawler)
+        return cls(crawler, run, settings.get(ROLE, OWNER), hold, settings.getfloat("QUEUE_HEARTBEAT", 10.0))
+
+    # --- Scrapy's scheduler interface ------------------------------------------------------
+
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        if self.role == OWNER:
+            self.run.open()
+        self.crawler.signals.connect(self._opened, signal=signals.spider_opened)
+        self.crawler.signals.connect(self._idle, signal=signals.spider_idle)
+        logger.info("%s: spreading run %s's pages (%s)", spider.name, self.run.run, self.role)
+
+    def close(self, reason: str) -> None:
+        if self._wake is not None and self._wake.active():
+            self._wake.cancel()
+        if self.held:  # stopped before they were done: another worker's crawler takes them
+            back = self.run.hand_back()
+            logger.info("spread run %s: %d request(s) handed back", self.run.run, back)
+            self.held.clear()
+
+    def has_pending_requests(self) -> bool:
+        return False  # nothing is pending here: the run's queue is in Redis, read when idle
+
+    def enqueue_request(self, request: Request) -> bool:
+        token = request.meta.pop(TOKEN, None)
+        if self.role == JOINER and request.meta.get("is_start_request"):
+            return False  # a joiner's spider starts nothing: the owner's start is the run's
+        assert self.spider is not None
+        fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()
+        queued = self.run.push(request, self.spider, fingerprint)  # UnserializableRequest: loud
+        if token is not None and token in self.held:  # a retry or redirect: it replaces the held one
+            self._ack(token)
+        stats = self.crawler.stats
+        if queued and stats is not None:
+            stats.inc_value("scheduler/enqueued")
+            stats.inc_value("scheduler/enqueued/redis")
+        return queued
+
+    def next_request(self) -> Request | None:
+        if len(self.held) >= self.hold:
+            return None
+        raw = self.run.pop()
+        if raw is None:
+            return None
+        assert self.spider is not None
+        request = self.run.decode(raw, self.spider)
+        token = next(self._tokens)
+        self.held[token] = raw
+        request.meta[TOKEN] = token
+        self._wait = FIRST_WAIT
+        stats = self.crawler.stats
+        if stats is not None:
+            stats.inc_value("scheduler/dequeued")
+            stats.inc_value("scheduler/dequeued/redis")
+        return request
+
+    def __len__(self) -> int:
+        return 0
+
+    # --- acknowledgements ------------------------------------------------------------------
+
+    def _opened(self, spider: Spider) -> None:
+        """Wrap the scraper's slot: a response let go is one whose items went through the pipeline."""
+        engine = self.crawler.engine
+        slot = getattr(getattr(engine, "scraper", None), "slot", None)
+        finish = getattr(slot, "finish_response", None)
+        if finish is None:  # a Scrapy without it: fail the crawl rather than acknowledge too early
+            raise RuntimeError("spreading pages needs Scrapy's scraper slot (finish_response)")
+
+        def finish_response(result: Any, request: Request) -> None:
+            finish(result, request)
+            token = request.meta.get(TOKEN)
+            if token in self.held:
+                self._ack(token)
+
+        slot.finish_response = finish_response
+
+    def _ack(self, token: int) -> None:
+        raw = self.held.pop(token)
+        self.run.ack(raw)
+
+    # --- the end of the run ----------------------------------------------------------------
+
+    def _idle(self, spider: Spider) -> None:
+        now = time.monotonic()
+        if now >= self._next_reap:
+            self._next_reap = now + self.heartbeat
+            for worker, back in self.run.reap().items():
+                logger.warning("spread run %s: worker %s is dead: %d request(s) back in the queue",
+                               self.run.run, worker, back)  # fmt: skip
+        if self.role == OWNER:
+            if self.run.finished():
+                self.run.close()
+                return
+        elif self.run.over():
+            return
+        self._schedule_wake()
+        raise DontCloseSpider
+
+    def _schedule_wake(self) -> None:
+        from twisted.internet import reactor
+
+        if self._wake is not None and self._wake.active():
+            return
+        wait, self._wait = self._wait, min(self._wait * 2, LONGEST_WAIT)
+        self._wake = reactor.callLater(wait, self._poke)
+
+    def _poke(self) -> None:
+        """Ask the engine for its next request now, not at its 5 s heartbeat."""
+        slot = getattr(self.crawler.engine, "_slot", None)
+        nextcall = getattr(slot, "nextcall", None)
+        if nextcall is not None:
+            nextcall.schedule()
+
+
+def _concurrency(crawler: Crawler) -> int:
+    from trawl.politeness.ratelimit import source_concurrency
+
+    return int(source_concurrency(crawler.settings, crawler.spidercls) or 1)
