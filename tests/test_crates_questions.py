@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
 from tests.servers.crates_api import FakeCrate, FakeCratesApi, FakeVersion
+from tests.servers.noida import elasticsearch_url
 
 AGENT = "trawl-tests (https://example.org/trawl; tests@example.org)"
 FAST_GATE = ("-s", "RATE_LIMITS_ENABLED=True", "-s", 'RATE_LIMITS={"crates": "100/1s"}')
@@ -253,3 +254,53 @@ def test_a_table_on_request(store: tuple[Path, list[FakeCrate]]) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["NAME", "REQ", "KIND", "DEPTH", "REQUIRES"]
     assert lines[-1].endswith("crates") or lines[-1].endswith("crate")
+
+
+def test_the_elasticsearch_layer_keeps_each_kind_in_a_strict_index(
+    store: tuple[Path, list[FakeCrate]], tmp_path: Path
+) -> None:
+    """The same crawl into Elasticsearch (noida-db): an index per kind with a strict mapping, the same
+    documents as the SQLite store's rows, and the same answers read from it."""
+    import sqlite3
+
+    from elasticsearch import Elasticsearch
+
+    workdir, _ = store
+    with elasticsearch_url(tmp_path / "noida") as url, FakeCratesApi(dataset()) as api:
+        uri = url.replace("http://", "elasticsearch://", 1)
+        settings = {"CRATES_BASE_URL": api.base_url, "STORE_URI": uri, "CRATES_USER_AGENT": AGENT,
+                    "ELASTICSEARCH_INDEX_PREFIX": "cq"}  # fmt: skip
+        extra = ("-a", "mode=api", "-a", "dependencies=true", *FAST_GATE)
+        result = run_scrapy(tmp_path, *crawl_args("crates", None, settings, *extra))
+        assert_no_traceback(result)
+        assert result.returncode == 0, result.stderr[-3000:]
+        es = Elasticsearch(url)
+        with sqlite3.connect(workdir / "x.db") as con:
+            for kind, key in (("crate", "id"), ("version", "id"), ("dependency", "id"),
+                              ("version_download", "version_id, date")):  # fmt: skip
+                mapping = es.indices.get_mapping(index=f"cq-records-{kind}").body[f"cq-records-{kind}"][
+                    "mappings"
+                ]
+                assert mapping["dynamic"] == "strict"
+                columns = [r[1] for r in con.execute(f"PRAGMA table_info({kind}_records)")][:-2]
+                rows = con.execute(
+                    f"SELECT {', '.join(columns)} FROM {kind}_records ORDER BY {key}"
+                ).fetchall()
+                hits = es.search(index=f"cq-records-{kind}", size=10_000, sort=[{"trawl_key": "asc"}])[
+                    "hits"
+                ]["hits"]
+                docs = sorted(
+                    (tuple(h["_source"].get(c) for c in columns) for h in hits),
+                    key=lambda r: tuple(r[columns.index(k.strip())] for k in key.split(",")),
+                )
+                assert [tuple(int(v) if isinstance(v, bool) else v for v in d) for d in docs] == rows
+            props = es.indices.get_mapping(index="cq-records-version").body["cq-records-version"]["mappings"]
+            assert props["properties"]["created_at"]["type"] == "date"
+            assert props["properties"]["downloads"]["type"] == "long"
+            es.close()
+        from_es = run_scrapy(tmp_path, "crates", "rdeps", "c00", "--transitive", "--format", "jsonl",
+                             "-s", f"STORE_URI={uri}", "-s", "ELASTICSEARCH_INDEX_PREFIX=cq")  # fmt: skip
+    assert from_es.returncode == 0, from_es.stderr
+    assert [json.loads(line) for line in from_es.stdout.splitlines()] == answer(
+        workdir, "rdeps", "c00", "--transitive"
+    )
