@@ -92,11 +92,11 @@ def ensure_index(client: Any, index: str, batch_type: type[Batch]) -> None:
 def doc_ids(frame: pl.DataFrame, key: Sequence[str]) -> pl.Series:
     """Each row's ``_id``: its key's values, ``|``-joined (JSON for text keys, which may hold ``|``)."""
     parts = [
-        pl.col(k).cast(pl.String) if frame.schema[k] != pl.String else pl.col(k).map_elements(
-            lambda v: orjson.dumps(v).decode(), return_dtype=pl.String
-        )
+        pl.col(k).cast(pl.String)
+        if frame.schema[k] != pl.String
+        else pl.col(k).map_elements(lambda v: orjson.dumps(v).decode(), return_dtype=pl.String)
         for k in key
-    ]  # fmt: skip
+    ]
     return frame.select(pl.concat_str(parts, separator="|").alias("_id")).get_column("_id")
 
 
@@ -129,8 +129,14 @@ def _stored_frame(docs: list[dict[str, Any]], batch_type: type[Batch]) -> pl.Dat
     columns = stored_columns(batch_type)
     found = [d for d in docs if d.get("found")]
     data: dict[str, list[Any]] = {name: [d["_source"].get(name) for d in found] for name in columns}
-    schema = {**columns, "_id": pl.String, "first_run": pl.String, "last_run": pl.String,
-              "_seq_no": pl.Int64, "_primary_term": pl.Int64}  # fmt: skip
+    schema = {
+        **columns,
+        "_id": pl.String,
+        "first_run": pl.String,
+        "last_run": pl.String,
+        "_seq_no": pl.Int64,
+        "_primary_term": pl.Int64,
+    }
     data.update(
         _id=[d["_id"] for d in found],
         first_run=[d["_source"].get("first_run") for d in found],
@@ -201,8 +207,13 @@ def read_kind(
         return pl.DataFrame(schema=schema)
     after: list[Any] | None = None
     while True:
-        kwargs: dict[str, Any] = {"index": index, "size": size, "sort": [{"trawl_key": "asc"}],
-                                  "source_includes": list(columns), "track_total_hits": False}  # fmt: skip
+        kwargs: dict[str, Any] = {
+            "index": index,
+            "size": size,
+            "sort": [{"trawl_key": "asc"}],
+            "source_includes": list(columns),
+            "track_total_hits": False,
+        }
         if after is not None:
             kwargs["search_after"] = after
         hits = client.search(**kwargs).body["hits"]["hits"]
