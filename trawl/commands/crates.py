@@ -11,7 +11,7 @@
 Answers come from :mod:`trawl.sources.crates.questions` (polars over whole
 columns), read from the Parquet raw layer when ``CRATES_PARQUET_DIR`` holds a
 dump, else from the store (``--layer`` chooses); printed as ``trawl search``
-prints (:mod:`trawl.commands.output`): a table on a terminal, the first column
+prints (:mod:`trawl.commands._output`): a table on a terminal, the first column
 in a pipe, ``--format jsonl|csv``. Options are taken as text and checked here,
 so a bad one is one ``trawl: error:`` line (exit 2), as is an option that
 belongs to another question.
@@ -26,7 +26,7 @@ from typing import Any
 import polars as pl
 from scrapy.commands import ScrapyCommand
 
-from trawl.commands.output import FORMATS, default_format, write_csv, write_jsonl, write_table
+from trawl.commands._output import FORMATS, default_format, write_csv, write_jsonl, write_table
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.sources.crates.alerts import check_alerts

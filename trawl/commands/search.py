@@ -22,7 +22,7 @@ from typing import TextIO
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from trawl.commands.output import FORMATS, default_format, write_csv, write_jsonl, write_table
+from trawl.commands._output import FORMATS, default_format, write_csv, write_jsonl, write_table
 from trawl.errors import StoreError, TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.records.batches import UrlRecord
@@ -129,7 +129,7 @@ class Command(ScrapyCommand):
 
 
 def write_records(out: TextIO, records: Iterable[UrlRecord], fmt: str) -> int:
-    """Write records in one of :data:`FORMATS`; return how many (the writers: :mod:`.output`)."""
+    """Write records in one of :data:`FORMATS`; return how many (the writers: :mod:`._output`)."""
     if fmt == "txt":
         count = 0
         for record in records:
