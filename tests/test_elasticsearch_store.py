@@ -28,7 +28,7 @@ from elasticsearch import Elasticsearch
 from trawl.errors import StoreError, TrawlUsageError
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import UrlBatch
-from trawl.stores.contract import AsyncWritingStore, missing_capabilities
+from trawl.stores.contract import KEYED_KINDS, AsyncWritingStore, missing_capabilities
 from trawl.stores.elasticsearch import ElasticsearchStore
 from trawl.stores.elasticsearch.connection import make_client, parse_uri
 from trawl.stores.elasticsearch.deadletters import replay_dead_letters
@@ -384,9 +384,10 @@ def facts(es: Elasticsearch, prefix: str) -> dict[str, tuple]:
 
 
 def test_the_store_implements_every_capability() -> None:
-    assert missing_capabilities(ElasticsearchStore, ["write", "resume", "read", "search", "report"]) == []
+    capabilities = ["write", "resume", "read", "search", "report", "read_kinds"]
+    assert missing_capabilities(ElasticsearchStore, capabilities) == []
     assert isinstance(ElasticsearchStore, AsyncWritingStore)
-    assert ElasticsearchStore.kinds == frozenset({"url"})
+    assert ElasticsearchStore.kinds == frozenset({"url", KEYED_KINDS})
 
 
 def test_write_batch_inserts_then_merges_like_sqlite(es_url: str, es: Elasticsearch, prefix: str) -> None:

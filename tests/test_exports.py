@@ -88,9 +88,7 @@ def test_all_exports_every_url_the_store_holds_for_the_domain(workdir: Path) -> 
         first = crawl_all(workdir, "-a", "sources=wayback", "-O", "urls.txt", settings=urls)
         assert first.returncode == 0, first.stderr[-3000:]
         assert set(first.lines("urls.txt")) == WAYBACK_URLS
-        second = crawl_all(
-            workdir, "-a", "sources=otx", "-O", "urls.txt", "-O", "urls.jsonl", settings=urls
-        )
+        second = crawl_all(workdir, "-a", "sources=otx", "-O", "urls.txt", "-O", "urls.jsonl", settings=urls)
     assert second.returncode == 0, second.stderr[-3000:]
     lines = second.lines("urls.txt")
     assert lines == sorted(WAYBACK_URLS | OTX_URLS)  # the store's view, not only otx's two

@@ -27,6 +27,7 @@ from urllib.request import Request, urlopen
 
 import pytest
 
+from trawl.stores.elasticsearch import kibana_crates
 from trawl.stores.elasticsearch.kibana import DATA_VIEW_TITLE, ndjson, saved_objects
 from trawl.stores.elasticsearch.templates import TRAWL_PROPERTIES, URL_PROPERTIES
 
@@ -344,11 +345,12 @@ def test_kibana_setup_imports_the_objects(workdir: Path, objects: list[dict[str,
     with FakeKibana() as kibana:
         result = run_scrapy(workdir, "kibana-setup", "--kibana-url", kibana.url + "/")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == f"imported {len(objects)} saved objects into {kibana.url}"
+    crates = len(kibana_crates.saved_objects())
+    assert result.stdout.strip() == f"imported {len(objects) + crates} saved objects into {kibana.url}"
     assert len(kibana.imports) == 1
     assert kibana.imports[0]["overwrite"] is True
     assert kibana.imports[0]["space"] == "default"
-    assert kibana.imports[0]["objects"] == objects
+    assert kibana.imports[0]["objects"] == objects + json.loads(json.dumps(kibana_crates.saved_objects()))
 
 
 def test_kibana_setup_with_auth_and_space(workdir: Path) -> None:
@@ -384,7 +386,7 @@ def test_kibana_setup_reports_objects_kibana_refused(workdir: Path) -> None:
         result = run_scrapy(workdir, "kibana-setup", "--kibana-url", kibana.url)
     assert result.returncode == 1
     assert result.stderr.strip().splitlines() == [
-        f"trawl: error: Kibana at {kibana.url} imported 11 objects, 1 failed:"
+        f"trawl: error: Kibana at {kibana.url} imported 21 objects, 1 failed:"
         " dashboard trawl-dashboard: missing_references"
     ]
 
@@ -421,3 +423,47 @@ def test_listed_once_under_its_hyphenated_name(workdir: Path) -> None:
     """``kibana_setup`` was the module name Scrapy also listed; ``scrapy -h`` now lists the command once."""
     result = run_scrapy(workdir, "kibana_setup", "--kibana-url", "http://127.0.0.1:9")
     assert result.returncode == 2 and "Unknown command: kibana_setup" in result.stdout
+
+
+CRATES_NDJSON = NDJSON.with_name("trawl-crates-saved-objects.ndjson")
+
+
+def test_crates_objects_are_shipped_valid_and_read_mapped_fields() -> None:
+    """The crates.io objects: the shipped file is what the command imports; every reference resolves;
+    every field a panel reads is in its index's strict mapping (:mod:`trawl.stores.elasticsearch.kinds`)."""
+    from trawl.sources.crates.records import CRATES_KINDS
+    from trawl.stores.elasticsearch.kinds import kind_index, mappings
+
+    assert CRATES_NDJSON.read_bytes() == kibana_crates.ndjson(), (
+        "regenerate: python -m trawl.stores.elasticsearch.kibana_crates > "
+        + str(CRATES_NDJSON.relative_to(ROOT))
+    )
+    objects = [json.loads(line) for line in CRATES_NDJSON.read_bytes().splitlines()]
+    fields = {kind_index("trawl", k): set(mappings(k)["properties"]) for k in CRATES_KINDS}
+    views = {o["id"]: o["attributes"]["title"] for o in objects if o["type"] == "index-pattern"}
+    present = {(o["type"], o["id"]) for o in objects}
+    titles = " ".join(o["attributes"]["title"] for o in objects).lower()
+    for words in (
+        "top crates by downloads",
+        "recently updated",
+        "versions published per week",
+        "most depended-on",
+    ):
+        assert words in titles
+    for obj in objects:
+        for ref in obj["references"]:
+            assert (ref["type"], ref["id"]) in present, (obj["id"], ref)
+        attributes = obj["attributes"]
+        view = next((r["id"] for r in obj["references"] if r["type"] == "index-pattern"), None)
+        used = set(attributes.get("columns", [])) | {s[0] for s in attributes.get("sort", [])}
+        if "visState" in attributes:
+            used |= {
+                a["params"]["field"]
+                for a in json.loads(attributes["visState"])["aggs"]
+                if "field" in a["params"]
+            }
+        if obj["type"] == "index-pattern":
+            used |= {attributes["timeFieldName"]} if "timeFieldName" in attributes else set()
+            view = obj["id"]
+        if view is not None:
+            assert used <= fields[views[view]], (obj["id"], used - fields[views[view]])

@@ -219,7 +219,7 @@ def test_an_unknown_disabled_name_is_refused_naming_the_known_ones(
 
 def test_an_unknown_disabled_name_is_refused_by_crawl_all(workdir: Path) -> None:
     result = run_scrapy(workdir, *crawl_args("all", "example.com", {"TRAWL_PLUGINS_DISABLED": "nope"}))
-    assert_refused(result, "names no plugin: nope", "known: dedup,")
+    assert_refused(result, "names no plugin: nope", "known: crates_alerts, dedup,")
 
 
 def test_a_plugin_module_that_cannot_be_imported_is_one_line(workdir: Path, server: FakeCdxServer) -> None:

@@ -105,9 +105,7 @@ def test_all_captures_served(pywb: PywbServer) -> None:
 
 
 def test_prefix_excludes_subdomains_but_not_www(pywb: PywbServer) -> None:
-    hosts = {
-        urllib.parse.urlsplit(r["url"]).hostname for r in rows(pywb, url="example.com/*", fl="url")
-    }
+    hosts = {urllib.parse.urlsplit(r["url"]).hostname for r in rows(pywb, url="example.com/*", fl="url")}
     assert hosts == {"example.com", "www.example.com"}  # SURT drops "www."
 
 
@@ -147,9 +145,7 @@ def test_zipnum_paging(pywb_zipnum: PywbServer) -> None:
     status, ctype, body = get(pywb_zipnum, url="*.example.com", showNumPages="true", output="json")
     assert (status, ctype) == (200, "text/x-ndjson")  # one JSON object, not NDJSON rows
     assert json.loads(body) == {"pages": 3, "pageSize": 3, "blocks": 8}
-    pages = [
-        rows(pywb_zipnum, url="*.example.com", fl="url,timestamp", page=str(p)) for p in range(3)
-    ]
+    pages = [rows(pywb_zipnum, url="*.example.com", fl="url,timestamp", page=str(p)) for p in range(3)]
     assert all(pages)
     seen = [(r["url"], r["timestamp"]) for page in pages for r in page]
     assert sorted(seen) == sorted((c["url"], c["timestamp"]) for c in EXAMPLE_DOMAIN)

@@ -182,9 +182,8 @@ def test_writing_only_store_cannot_be_searched(workdir: Path, store_plugin: Path
                         env={"PYTHONPATH": str(store_plugin)})  # fmt: skip
     assert result.returncode == 2
     assert_no_traceback(result)
-    assert (
-        "trawl: error: the 'text' store (TextStore) does not implement SearchableStore (trawl search)"
-        in (result.stderr)
+    assert "trawl: error: the 'text' store (TextStore) does not implement SearchableStore (trawl search)" in (
+        result.stderr
     )
 
 

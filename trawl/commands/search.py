@@ -15,16 +15,14 @@ on stderr (exit status 2 and 1).
 from __future__ import annotations
 
 import argparse
-import csv
-import shutil
 import sys
 from collections.abc import Iterable
 from typing import TextIO
 
-import orjson
 from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
+from trawl.commands._output import FORMATS, default_format, write_csv, write_jsonl, write_table
 from trawl.errors import StoreError, TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.records.batches import UrlRecord
@@ -33,7 +31,6 @@ from trawl.stores.registry import open_searcher
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-FORMATS = ("table", "txt", "jsonl", "csv")
 CSV_FIELDS = ("url", "host", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes")
 
 
@@ -102,7 +99,7 @@ class Command(ScrapyCommand):
                 elif opts.facet:
                     self._facet(out, searcher.facet(node, opts.facet.lower(), max(1, opts.size)), opts)
                 else:
-                    fmt = opts.format or ("table" if out.isatty() else "txt")
+                    fmt = default_format(out, opts.format)
                     write_records(out, searcher.records(node, opts.limit), fmt)
             out.flush()
         except BrokenPipeError:  # `| head`: the reader has what it wanted
@@ -115,13 +112,11 @@ class Command(ScrapyCommand):
             self._fail(f"the search failed: {type(exc).__name__}: {exc}".splitlines()[0][:300], EXIT_FAILED)
 
     def _facet(self, out: TextIO, rows: list[tuple[str, int]], opts: argparse.Namespace) -> None:
-        fmt = opts.format or ("table" if out.isatty() else "txt")
+        fmt = default_format(out, opts.format)
         if fmt == "jsonl":
-            out.writelines(orjson.dumps({"value": v, "count": n}).decode() + "\n" for v, n in rows)
+            write_jsonl(out, ({"value": v, "count": n} for v, n in rows))
         elif fmt == "csv":
-            writer = csv.writer(out, lineterminator="\n")
-            writer.writerow((opts.facet.lower(), "count"))
-            writer.writerows(rows)
+            write_csv(out, (opts.facet.lower(), "count"), rows)
         else:
             width = max([len(v) for v, _ in rows] + [len(opts.facet)])
             if fmt == "table":
@@ -134,35 +129,35 @@ class Command(ScrapyCommand):
 
 
 def write_records(out: TextIO, records: Iterable[UrlRecord], fmt: str) -> int:
-    """Write records in one of :data:`FORMATS`; return how many."""
-    count = 0
+    """Write records in one of :data:`FORMATS`; return how many (the writers: :mod:`._output`)."""
     if fmt == "txt":
+        count = 0
         for record in records:
             out.write(record.url + "\n")
             count += 1
-    elif fmt == "jsonl":
-        for record in records:
-            row = record.as_dict()
-            row.pop("new", None)
-            out.write(orjson.dumps(row).decode() + "\n")
-            count += 1
-    elif fmt == "csv":
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(CSV_FIELDS)
-        for r in records:
-            writer.writerow(
+        return count
+    if fmt == "jsonl":
+        return write_jsonl(out, (_without_new(record.as_dict()) for record in records))
+    if fmt == "csv":
+        return write_csv(
+            out,
+            CSV_FIELDS,
+            (
                 (r.url, r.host, "|".join(r.sources), r.first_seen or "", r.last_seen or "",
                  r.captures, "|".join(r.statuses), "|".join(r.mimes))
-            )  # fmt: skip
-            count += 1
-    else:
-        count = _table(out, records)
-    return count
+                for r in records
+            ),
+        )  # fmt: skip
+    return _table(out, records)
+
+
+def _without_new(row: dict) -> dict:
+    row.pop("new", None)
+    return row
 
 
 def _table(out: TextIO, records: Iterable[UrlRecord]) -> int:
     """Columns sized to the terminal; the URL gets what the others leave."""
-    width = shutil.get_terminal_size((120, 24)).columns
     header = ("URL", "CAPTURES", "FIRST", "LAST", "STATUS", "SOURCES")
     rows = [
         (
@@ -175,26 +170,12 @@ def _table(out: TextIO, records: Iterable[UrlRecord]) -> int:
         )
         for r in records
     ]
-    if not rows:
-        out.write("no matching URLs\n")
-        return 0
-    widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
-    widths[4] = min(widths[4], 15)
-    widths[5] = min(widths[5], 24)
-    rest = sum(widths[1:]) + 2 * (len(header) - 1)
-    widths[0] = max(20, min(widths[0], width - rest))
-    for row in [header, tuple("-" * w for w in widths), *rows]:
-        cells = [_cut(cell, w) for cell, w in zip(row, widths, strict=True)]
-        out.write("  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() + "\n")
-    out.write(f"{len(rows)} URL{'s' if len(rows) != 1 else ''}\n")
-    return len(rows)
+    return write_table(
+        out, header, rows, flexible=0, caps={4: 15, 5: 24}, noun=("URL", "URLs"), empty="no matching URLs"
+    )
 
 
 def _day(timestamp: str | None) -> str:
     if not timestamp or len(timestamp) < 8:
         return timestamp or ""
     return f"{timestamp[:4]}-{timestamp[4:6]}-{timestamp[6:8]}"
-
-
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: max(0, width - 1)] + "…"

@@ -26,17 +26,18 @@ def message_text(summary: RunSummary, limit: int | None = None) -> str:
         lines.append(f"{s.source}: {s.outcome}, {urls}, {s.new_urls:,} new, {errors}")
     urls = list(summary.new_urls)
     if not urls:
-        return _cut("\n".join(lines), limit)
+        return cut_text("\n".join(lines), limit)
     lines.append("New URLs:")
     more = summary.more_new_urls
     while True:
         tail = [f"... and {more:,} more"] if more else []
         text = "\n".join(lines + urls + tail)
         if limit is None or len(text) <= limit or not urls:
-            return _cut(text, limit)
+            return cut_text(text, limit)
         urls.pop()
         more += 1
 
 
-def _cut(text: str, limit: int | None) -> str:
+def cut_text(text: str, limit: int | None) -> str:
+    """``text`` in at most ``limit`` characters (``None``: no limit), the last ``…`` when cut."""
     return text if limit is None or len(text) <= limit else text[: limit - 1] + "…"

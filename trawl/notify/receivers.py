@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
 
 from trawl.errors import TrawlUsageError
-from trawl.notify.messages import message_text
+from trawl.notify.messages import cut_text, message_text
 from trawl.run.summary import RunSummary
 from trawl.settings_checks import Setting, http_url, read
 
@@ -103,6 +103,12 @@ class ReceiverKind:
         """The JSON body this kind is sent."""
         raise NotImplementedError
 
+    @classmethod
+    def message_payload(cls, receiver: Receiver, text: str, data: dict[str, Any]) -> dict[str, Any]:
+        """The JSON body of a message that is not a run's summary (the crates alerts): ``text`` for
+        a chat, ``data`` (which holds the text too) for a machine. ``data`` unless a kind says otherwise."""
+        return data
+
 
 class WebhookReceiver(ReceiverKind):
     """Any http(s) URL: :meth:`RunSummary.as_dict`, the whole summary as JSON."""
@@ -131,6 +137,10 @@ class SlackReceiver(ReceiverKind):
     def payload(cls, receiver: Receiver, summary: RunSummary) -> dict[str, Any]:
         return {"text": message_text(summary, cls.text_limit)}
 
+    @classmethod
+    def message_payload(cls, receiver: Receiver, text: str, data: dict[str, Any]) -> dict[str, Any]:
+        return {"text": cut_text(text, cls.text_limit)}
+
 
 class DiscordReceiver(ReceiverKind):
     """``{"content": TEXT}``, at most 2,000 characters (Discord's limit)."""
@@ -147,6 +157,10 @@ class DiscordReceiver(ReceiverKind):
     @classmethod
     def payload(cls, receiver: Receiver, summary: RunSummary) -> dict[str, Any]:
         return {"content": message_text(summary, cls.text_limit)}
+
+    @classmethod
+    def message_payload(cls, receiver: Receiver, text: str, data: dict[str, Any]) -> dict[str, Any]:
+        return {"content": cut_text(text, cls.text_limit)}
 
 
 class TelegramReceiver(ReceiverKind):
@@ -179,7 +193,11 @@ class TelegramReceiver(ReceiverKind):
 
     @classmethod
     def payload(cls, receiver: Receiver, summary: RunSummary) -> dict[str, Any]:
-        text = message_text(summary, cls.text_limit)
+        return cls.message_payload(receiver, message_text(summary, cls.text_limit), {})
+
+    @classmethod
+    def message_payload(cls, receiver: Receiver, text: str, data: dict[str, Any]) -> dict[str, Any]:
+        text = cut_text(text, cls.text_limit)
         return {"chat_id": receiver.chat_id, "text": text, "disable_web_page_preview": True}
 
 

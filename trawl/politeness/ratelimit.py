@@ -90,9 +90,7 @@ def source_limiter(crawler: Crawler, spider: Spider) -> SourceLimiter:
         from trawl.distributed.sharedgate import SharedLimiter
 
         make = SharedLimiter.shared(url)
-    return limiter_for(
-        spider.name, source_rate(settings, spider), source_concurrency(settings, spider), make
-    )
+    return limiter_for(spider.name, source_rate(settings, spider), source_concurrency(settings, spider), make)
 
 
 class RateLimitMiddleware:

@@ -22,6 +22,9 @@ when something reads it back (the crates.io exports), not a widened URL one.
   reads each crate's ``updated_at`` and id). A source that needs it and meets a
   store without it says so in one line and stops; only stores that keep
   declared kinds (:data:`KEYED_KINDS`) can have it.
+* :class:`KindReadableStore` (optional, class-level): ``read_stored_kind``, the
+  same columns read with no crawl running (``trawl crates`` questions and the
+  crates alerts, after the run): a read-only look, never a run of its own.
 * :class:`UrlReadableStore` (class-level, alias ``ReadableStore``): ``read_runs``
   and ``read_domain``, what ``crawl all -o`` and store exports read back.
 * :class:`UrlSearchableStore` (class-level, alias ``SearchableStore``):
@@ -123,6 +126,25 @@ class KindReadingStore(WritingStore, Protocol):
         An empty frame (with those columns) when the store holds none of that kind.
         Whole: meant for a few columns of a kind of a few hundred thousand rows
         (the crates' names, ids and ``updated_at``), not for a kind's every column.
+        """
+
+
+@runtime_checkable
+class KindReadableStore(Protocol):
+    """A store that reads a declared kind's records back with no crawl (class-level).
+
+    What ``trawl crates`` questions and alerts read. Class-level, like the URL
+    kind's reading side: opening a store registers a run, and a question is not one.
+    """
+
+    @classmethod
+    def read_stored_kind(
+        cls, uri: str, batch_type: type[Batch], columns: Sequence[str], settings: Any
+    ) -> pl.DataFrame:
+        """:meth:`KindReadingStore.read_kind`'s answer, from the store ``uri`` names (read-only).
+
+        An empty frame (with those columns) when the store holds none of that
+        kind, or does not exist yet.
         """
 
 
@@ -248,6 +270,7 @@ CAPABILITIES: dict[str, tuple[type, str]] = {
     "search": (SearchableStore, "trawl search"),
     "report": (ReportingStore, "trawl report new"),
     "responses": (ResponseIndexStore, "the responses index (trawl crawl responses, trawl responses list)"),
+    "read_kinds": (KindReadableStore, "trawl crates questions and alerts"),
 }
 
 

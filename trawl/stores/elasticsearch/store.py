@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
@@ -33,7 +33,8 @@ from trawl.records.batches import URL_SCHEMA, Batch, UrlBatch
 from trawl.records.provenance import Provenance
 from trawl.run import statkeys
 from trawl.settings_checks import Setting
-from trawl.stores.contract import PartlyStored
+from trawl.stores.contract import KEYED_KINDS, PartlyStored, keeps
+from trawl.stores.elasticsearch import kinds as declared
 from trawl.stores.elasticsearch import reading
 from trawl.stores.elasticsearch.config import ELASTICSEARCH_SETTINGS
 from trawl.stores.elasticsearch.connection import (
@@ -69,7 +70,8 @@ _MERGED = _PROVENANCE[2:]
 class ElasticsearchStore:
     """URL records in Elasticsearch (see the module docstring)."""
 
-    kinds: ClassVar[frozenset[str]] = frozenset({"url"})
+    #: URLs, and every kind that declares its key, in an index per kind (:mod:`.kinds`).
+    kinds: ClassVar[frozenset[str]] = frozenset({"url", KEYED_KINDS})
     #: Its settings, their defaults and checks (trawl.settings_checks).
     settings_declared: ClassVar[dict[str, Setting]] = ELASTICSEARCH_SETTINGS
 
@@ -84,6 +86,8 @@ class ElasticsearchStore:
         self.async_client: Any = None
         # Pages this run stored: one batch at a time (the contract), so no lock.
         self._pages: set[tuple[str, str]] = set()
+        #: Declared kinds whose index this store made or checked (:mod:`.kinds`).
+        self._kind_indexes: set[type[Batch]] = set()
 
     @classmethod
     def check_uri(cls, uri: str) -> None:
@@ -129,10 +133,10 @@ class ElasticsearchStore:
             for row in batch.frame.select(_PROVENANCE).iter_rows()
         ]
 
-    def _prepare(self, batch: Batch) -> BatchWrite | None:
-        """The write for a batch, or None when there is nothing to write."""
+    def _prepare(self, batch: Batch) -> BatchWrite | bytes | None:
+        """The write for a batch (for a declared kind: its ledger lines), or None if nothing to write."""
         pages = batch.pages
-        if batch.kind not in self.kinds or (not len(batch) and not pages):
+        if not keeps(self, batch) or (not len(batch) and not pages):
             return None
         keys = [(batch.source, page) for page in pages]
         stored = sum(key in self._pages for key in keys)
@@ -144,7 +148,6 @@ class ElasticsearchStore:
             self.context.stats.inc_value(statkeys.PAGES_ALREADY_STORED, len(keys))
             return None
         self._pages.update(keys)
-        assert isinstance(batch, UrlBatch)
         now = int(time.time() * 1000)
         ledger = b""
         for page, rows in pages.items():
@@ -153,6 +156,8 @@ class ElasticsearchStore:
             ledger += orjson.dumps(
                 {"run": self.run, "source": batch.source, "page": page, "rows": rows, "stored_at": now}
             ) + b"\n"  # fmt: skip
+        if not isinstance(batch, UrlBatch):
+            return ledger
         return BatchWrite(
             self.names.urls, self._contributions(batch, now), batch.source, self.run, self.options,
             extra_ops=ledger,
@@ -211,6 +216,8 @@ class ElasticsearchStore:
         write = self._prepare(batch)
         if write is None:
             return 0
+        if isinstance(write, bytes):
+            return self._write_kind(batch, write)
         assert isinstance(batch, UrlBatch)
         try:
             run_sync(self.client, write)
@@ -223,6 +230,10 @@ class ElasticsearchStore:
         write = self._prepare(batch)
         if write is None:
             return 0
+        if isinstance(write, bytes):  # the sync client, off the reactor: a few requests per batch
+            import asyncio
+
+            return await asyncio.to_thread(self._write_kind, batch, write)
         assert isinstance(batch, UrlBatch)
         if self.async_client is None:
             self.async_client = make_async_client(self.uri, self.settings)
@@ -232,6 +243,32 @@ class ElasticsearchStore:
         except Exception as exc:  # noqa: BLE001
             raise self._failed(batch, write, exc) from None
         return self._finish(batch, write)
+
+    def _write_kind(self, batch: Batch, ledger: bytes) -> int:
+        """A declared kind's batch into its index (:mod:`.kinds`), then its pages into the ledger."""
+        batch_type = type(batch)
+        index = declared.kind_index(self.names.prefix, batch_type)
+        try:
+            if batch_type not in self._kind_indexes:
+                declared.ensure_index(self.client, index, batch_type)
+                self._kind_indexes.add(batch_type)
+            frame, new = declared.write_kind(self.client, index, batch, self.run) if len(batch) else (None, 0)
+            if ledger:
+                self.client.bulk(operations=ledger, filter_path="errors")
+        except StoreError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the cluster went away: stop the run in one line
+            raise StoreError(f"Elasticsearch at {self.shown} failed: {one_line(exc)}") from None
+        if frame is not None:
+            batch.frame = frame
+        return new
+
+    def read_kind(self, batch_type: type[Batch], columns: Sequence[str]) -> pl.DataFrame:
+        """Stored columns of a declared kind (:class:`~trawl.stores.contract.KindReadingStore`)."""
+        assert self.client is not None, "store not open"
+        index = declared.kind_index(self.names.prefix, batch_type)
+        self.client.indices.refresh(index=index, ignore_unavailable=True)
+        return declared.read_kind(self.client, index, batch_type, columns)
 
     def _failed(self, batch: UrlBatch, write: BatchWrite, exc: BaseException) -> StoreError:
         """Keep the URLs not written yet in the dead-letter file; the error that stops the run."""
@@ -274,7 +311,10 @@ class ElasticsearchStore:
                 id=self.run,
                 doc={"finished_at": int(time.time() * 1000), "finish_reason": reason, "stats": stats},
             )
-            client.indices.refresh(index=f"{self.names.urls},{self.names.pages},{self.names.runs}")
+            kinds = [declared.kind_index(self.names.prefix, k) for k in sorted(self._kind_indexes, key=str)]
+            client.indices.refresh(
+                index=",".join([self.names.urls, self.names.pages, self.names.runs, *kinds])
+            )
         except Exception as exc:  # noqa: BLE001 - the data is written; only the run record is missing
             logger.warning("elasticsearch: cannot record the end of run %s: %s", self.run, one_line(exc))
         finally:
@@ -326,6 +366,19 @@ class ElasticsearchStore:
     ) -> Iterator[pl.DataFrame]:
         """URLs of ``domain`` that one of ``run_ids`` stored first (``trawl.first_run``), in URL order."""
         return reading.read_first_seen(uri, run_ids, domain, settings, limit)
+
+    @classmethod
+    def read_stored_kind(
+        cls, uri: str, batch_type: type[Batch], columns: Sequence[str], settings: Any
+    ) -> pl.DataFrame:
+        """A declared kind's stored columns, no crawl (:class:`~trawl.stores.contract.KindReadableStore`)."""
+        client = connect(uri, settings)
+        try:
+            return declared.read_kind(
+                client, declared.kind_index(names_from(settings).prefix, batch_type), batch_type, columns
+            )
+        finally:
+            client.close()
 
     @classmethod
     def searcher(cls, uri: str, settings: Any) -> ElasticsearchSearcher:

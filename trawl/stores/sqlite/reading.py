@@ -153,3 +153,11 @@ def kind_columns(con: sqlite3.Connection | None, batch_type: type[Batch], column
     names = ", ".join(f'"{name}"' for name in columns)  # checked lower-case names (check_declaration)
     rows = con.execute(f"SELECT {names} FROM main.{table}").fetchall()
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def stored_kind(path: str, batch_type: type[Batch], columns: list[str]) -> pl.DataFrame:
+    """:func:`kind_columns` on a read-only connection of its own; empty when there is no file yet."""
+    with connected(path) as con:
+        if con is None:
+            return pl.DataFrame(schema={name: batch_type.SCHEMA[name] for name in columns})
+        return kind_columns(con, batch_type, columns)

@@ -371,6 +371,14 @@ class SqliteStore(WritesOnThread):
         return SqliteResponseIndex(sqlite_path(uri))
 
     @classmethod
+    def read_stored_kind(
+        cls, uri: str, batch_type: type[Batch], columns: Sequence[str], settings: Any = None
+    ) -> pl.DataFrame:
+        """Stored columns of a declared kind, on a read-only connection of its own
+        (:class:`~trawl.stores.contract.KindReadableStore`: ``trawl crates``, the crates alerts)."""
+        return reading.stored_kind(sqlite_path(uri), batch_type, list(columns))
+
+    @classmethod
     def searcher(cls, uri: str, settings: Any = None):  # type: ignore[no-untyped-def]
         """The read side ``scrapy search`` uses (:class:`trawl.stores.sqlite.search.SqliteSearcher`).
 

@@ -2,7 +2,9 @@
 
 Imports the data view over ``trawl-urls-*``, the saved searches (JavaScript
 files, API endpoints, login/admin pages, interesting extensions, parameters)
-and the dashboard through Kibana's ``POST /api/saved_objects/_import``
+and the dashboard, and the crates.io objects (:mod:`trawl.stores.elasticsearch.kibana_crates`:
+data views over the crates indexes, their panels and dashboard), in one request to Kibana's
+``POST /api/saved_objects/_import``
 (``overwrite=true``: running it again updates them). The objects are
 :mod:`trawl.stores.elasticsearch.kibana`'s, the same as
 ``trawl/stores/elasticsearch/kibana_objects/trawl-saved-objects.ndjson``.
@@ -21,6 +23,7 @@ from scrapy.commands import ScrapyCommand
 
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.run.secrets import register_secret
+from trawl.stores.elasticsearch import kibana_crates
 from trawl.stores.elasticsearch.kibana import import_saved_objects, ndjson
 
 
@@ -32,7 +35,7 @@ class Command(ScrapyCommand):
         return "--kibana-url URL [--user USER:PASSWORD | --api-key KEY] [--space SPACE]"
 
     def short_desc(self) -> str:
-        return "Import trawl's data view, saved searches and dashboard into Kibana"
+        return "Import trawl's data views, saved searches and dashboards (URLs, crates.io) into Kibana"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
         super().add_options(parser)
@@ -56,7 +59,7 @@ class Command(ScrapyCommand):
                 raise TrawlUsageError("give --kibana-url http://host:5601 (or set KIBANA_URL)")
             if user and api_key:
                 raise TrawlUsageError("give --user or --api-key, not both")
-            content = Path(opts.file).read_bytes() if opts.file else ndjson()
+            content = Path(opts.file).read_bytes() if opts.file else ndjson() + kibana_crates.ndjson()
             result = import_saved_objects(
                 url,
                 content,
