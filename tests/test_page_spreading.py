@@ -165,7 +165,7 @@ def spread_workers(
     """``count`` workers (``USER_AGENT`` names each), then the one wayback task; until the queue is empty."""
     store = tmp_path / "spread.db"
     common = {**COMMON, "TRAWL_REDIS_URL": redis_url, "STORE_URI": f"sqlite:///{store}",
-              "QUEUE_HEARTBEAT": "1", **settings}  # fmt: skip
+              "QUEUE_HEARTBEAT": "1", "SPREAD_PAGES": "True", **settings}  # fmt: skip
     # Not --until-empty: every worker is up (and so gets a join task) before the task is queued.
     workers = [WorkerProcess(tmp_path, {**common, "USER_AGENT": f"worker-{n}"}) for n in range(count)]
     try:
