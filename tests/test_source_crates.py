@@ -424,3 +424,53 @@ def test_what_cannot_be_read_is_one_error_line_naming_it(
     assert result.returncode == 1
     assert len(result.errors) == 1, result.errors
     assert message in result.errors[0]
+
+
+#: Runs scrapy and writes the process's own peak RSS (VmHWM: this program's, not the forked
+#: parent's pages that ``ru_maxrss`` would count, the test process holding the 300 MB dump).
+PEAK_RSS_WRAPPER = """
+import atexit, re, runpy, sys
+def hwm():
+    status = open("/proc/self/status").read()
+    open("peak_rss_kb", "w").write(re.search(r"VmHWM:\\s+(\\d+)", status).group(1))
+atexit.register(hwm)
+sys.argv = ["scrapy", *sys.argv[1:]]
+runpy.run_module("scrapy", run_name="__main__")
+"""
+
+
+def peak_rss_mb(workdir: Path, *args: str) -> tuple[int, float]:
+    """Exit status and peak RSS (MB) of one crawl in a process of its own."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings")
+    with (workdir / "crawl.log").open("w") as log:
+        status = subprocess.run(
+            [sys.executable, "-c", PEAK_RSS_WRAPPER, *args], cwd=workdir, env=env, stdout=log, stderr=log
+        ).returncode
+    return status, int((workdir / "peak_rss_kb").read_text()) / 1024
+
+
+def test_the_dump_is_streamed_never_whole_in_memory(workdir: Path) -> None:
+    """A 300 MB member (incompressible, skipped unread) passes through without the process holding it."""
+    import os
+
+    extra = {"export.sql": os.urandom(300 << 20)}
+    with FakeCratesDumpServer(make_dump(TABLES, extra=extra, compresslevel=0)) as server:
+        args = crawl_args("crates", None, {"CRATES_DUMP_URL": server.dump_url, "STORE_URI": "sqlite:///x.db"})
+        status, peak = peak_rss_mb(workdir, *args)
+    assert status == 0, (workdir / "crawl.log").read_text()[-3000:]
+    assert rows(workdir, CRATE_SQL) == EXPECTED_CRATES
+    assert peak < 300, f"peak RSS {peak:.0f} MB for a 300 MB dump"
+
+
+def test_a_streamed_dump_over_the_size_limit_is_one_error_line(workdir: Path) -> None:
+    big = make_dump(TABLES, extra={"export.sql": b"x" * 400_000}, compresslevel=0)
+    with FakeCratesDumpServer(big) as server:
+        result = crawl_crates(workdir, server.dump_url, "-s", 'SOURCE_DOWNLOAD_MAXSIZE={"crates": 200000}')
+    assert_no_traceback(result)
+    assert result.returncode == 1
+    assert len(result.errors) == 1, result.errors
+    assert "over the size limit" in result.errors[0]

@@ -56,19 +56,23 @@ def make_dump(
     tables: dict[str, tuple[Sequence[str], Sequence[dict[str, Any]]]],
     snapshot: str = SNAPSHOT,
     timestamp: str = "2026-09-01T02:00:03Z",
+    extra: dict[str, bytes] | None = None,
+    compresslevel: int = 9,
 ) -> bytes:
-    """``tables``: name -> (columns in file order, rows). Returns the tar.gz bytes."""
+    """``tables``: name -> (columns in file order, rows); ``extra``: more members (path under the
+    snapshot folder -> bytes), after ``schema.sql``. Returns the tar.gz bytes."""
     members: dict[str, bytes] = {
         "README.md": b"# crates.io database dump\n",
         "metadata.json": json.dumps(
             {"timestamp": timestamp, "crates_io_commit": "0" * 40}, indent=2
         ).encode(),
         "schema.sql": b"-- schema\n",
+        **(extra or {}),
     }
     for name, (columns, rows) in sorted(tables.items()):
         members[f"data/{name}.csv"] = pg_csv(columns, rows)
     out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as archive:
+    with tarfile.open(fileobj=out, mode="w:gz", compresslevel=compresslevel) as archive:
         folder = tarfile.TarInfo(snapshot)
         folder.type = tarfile.DIRTYPE
         archive.addfile(folder)

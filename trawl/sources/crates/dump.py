@@ -29,6 +29,42 @@ from trawl.sources.crates.tables import TABLES, DumpError, read_block
 _MEMBER = re.compile(r"(?P<top>[^/]+)/(?:(?P<meta>metadata\.json)|data/(?P<table>[a-z_]+)\.csv)")
 
 
+class NotAnArchive(DumpError):
+    """What came is not an archive at all; ``html``: an HTML page (an error page served with 200)."""
+
+    def __init__(self, message: str, html: bool = False) -> None:
+        super().__init__(message)
+        self.html = html
+
+
+class _Prefixed:
+    """A stream whose first bytes were read to look at them, read again from the start."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head = head
+        self._rest = rest
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            if size < 0 or size >= len(self._head):
+                head, self._head = self._head, b""
+                more = self._rest.read(size - len(head)) if size < 0 or size > len(head) else b""
+                return head + more
+            head, self._head = self._head[:size], self._head[size:]
+            return head
+        return self._rest.read(size)
+
+
+def looked_at(stream: BinaryIO, expected: str) -> BinaryIO:
+    """``stream`` as it was, once its first bytes said it is no HTML page (:class:`NotAnArchive`)."""
+    head = b""
+    while len(head) < 512 and (chunk := stream.read(512 - len(head))):
+        head += chunk
+    if head.lstrip()[:1] == b"<":
+        raise NotAnArchive(f"the server sent an HTML page instead of {expected}", html=True)
+    return _Prefixed(head, stream)
+
+
 @dataclass
 class DumpBatch:
     """Rows of one table, as the record kind they become, with where they came from."""
@@ -66,7 +102,8 @@ def read_dump(
     named with what is wrong.
     """
     try:
-        with tarfile.open(fileobj=stream, mode="r|gz") as archive:
+        stream = looked_at(stream, "a tar.gz")
+        with tarfile.open(fileobj=stream, mode="r|gz") as archive:  # type: ignore[call-overload]
             for member in archive:
                 found = _MEMBER.fullmatch(member.name)
                 if not found or not member.isfile():

@@ -7,21 +7,25 @@ source, and reads it as a stream (:mod:`.dump`) into ``crate``, ``version``
 and ``dependency`` batches (:mod:`.records`) that travel the URL batches'
 pipeline into the same store.
 
-Scrapy hands a callback the whole body: the compressed dump is in memory once
-(1.7 GiB in September 2026), never inflated whole nor written to disk; its
-tables are inflated and parsed a block at a time. Parsing a real dump takes
-minutes, so each step of the reader runs in the reactor's thread pool
+The body is streamed (:mod:`.stream`): Scrapy's handler hands each chunk to
+the thread that reads the dump instead of gathering the body, so at most
+about 32 MiB of the compressed dump is in memory, whatever its size (it was
+whole in memory before: 1.7 GiB in September 2026). The reading starts as the
+body begins, from :meth:`CratesSpider.start` (which may yield items since
+Scrapy 2.13), not from the callback, which Scrapy calls only when the body has
+ended. Each step of the reader runs in the reactor's thread pool
 (``deferToThread``): the progress line, signals and the store's writer go on
 meanwhile, and the next block is read only once the pipeline took the last batch.
 """
 
 from __future__ import annotations
 
-import io
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import scrapy
+from scrapy import signals
+from scrapy.exceptions import StopDownload
 from scrapy.http import Response
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
@@ -32,9 +36,11 @@ from trawl.run.counts import counted
 from trawl.run.stopping import is_stopping
 from trawl.settings_checks import Setting, http_url, whole
 from trawl.sources.base import Source
-from trawl.sources.crates.dump import DumpInfo, read_dump
+from trawl.sources.crates.dump import DumpInfo, NotAnArchive, read_dump
+from trawl.sources.crates.stream import STREAM, BodyStream
 from trawl.sources.crates.tables import DumpError
 
+STREAMING_HANDLER = "trawl.sources.crates.stream.StreamingDownloadHandler"
 DEFAULT_DUMP_URL = "https://static.crates.io/db-dump.tar.gz"
 MODES = ("dump",)
 #: Modes of issue 17 not built yet: refused in one line rather than taken for ``dump``.
@@ -78,6 +84,15 @@ class CratesSpider(Source):
     def run_inputs(self) -> dict[str, Any]:
         return {**super().run_inputs(), "mode": self.mode}
 
+    @classmethod
+    def update_settings(cls, settings: Any) -> None:
+        """The streaming download handler (:mod:`.stream`): trawl's own, plus bodies that stream."""
+        super().update_settings(settings)
+        handlers = dict(settings.getdict("DOWNLOAD_HANDLERS"))
+        for scheme in ("http", "https"):
+            handlers[scheme] = STREAMING_HANDLER
+        settings.set("DOWNLOAD_HANDLERS", handlers, priority="spider")
+
     async def start(self) -> AsyncIterator[Any]:
         if self.check_only:
             self.report_estimate(1)
@@ -85,30 +100,66 @@ class CratesSpider(Source):
         if not self.take_request():
             return
         self.logger.info("%s: fetching the db-dump %s", self.name, self.describe_url(self.dump_url))
-        yield scrapy.Request(self.dump_url, callback=self.parse_dump, errback=self.on_request_error)
+        stream = BodyStream()
+        self.crawler.signals.connect(self._stop_streaming, signal=signals.bytes_received)
+        # Not retried: a retry would start the archive again under a reader that is midway.
+        meta = {STREAM: stream, "dont_retry": True}
+        yield scrapy.Request(self.dump_url, callback=self.parse_dump, errback=self.on_dump_error, meta=meta)
+        if not await maybe_deferred_to_future(stream.started):
+            return  # not streamed: an error status or an HTML page, which the callback or errback says
+        async for batch in self.read_stream(stream):
+            yield batch
 
     async def parse_dump(self, response: Response) -> AsyncIterator[Any]:
-        where = self.describe_url(response.url)
-        if self.reject_html(response, f"the db-dump {where}", "a tar.gz"):
-            return
+        """The answer, once it ended: a streamed body was read from :meth:`start`; a page that
+        was not streamed (a 200 labelled HTML) is said here."""
+        if response.body:
+            where = self.describe_url(response.url)
+            if not self.reject_html(response, f"the db-dump {where}", "a tar.gz"):
+                kind = response.headers.get("Content-Type")
+                self.record_error("malformed", "the db-dump %s: not a tar.gz (%s)", where, kind)
+        for _ in ():
+            yield _
+
+    def _stop_streaming(self, data: bytes, request: scrapy.Request, **_: Any) -> None:
+        """``bytes_received``: the reader is done with a body still arriving (an error, the stop,
+        the archive's end before its padding): end the download as Scrapy lets a handler."""
+        stream = request.meta.get(STREAM)
+        if isinstance(stream, BodyStream) and stream.discarding:
+            raise StopDownload(fail=False)
+
+    def on_dump_error(self, failure: Any) -> None:
+        stream = failure.request.meta.get(STREAM)  # type: ignore[attr-defined]
+        if isinstance(stream, BodyStream):
+            stream.end("the download failed")
+        self.on_request_error(failure)
+
+    async def read_stream(self, stream: BodyStream) -> AsyncIterator[Any]:
+        where = self.describe_url(self.dump_url)
         info = DumpInfo()
-        batches = read_dump(io.BytesIO(response.body), info, self.batch_rows)
+        batches = read_dump(stream, info, self.batch_rows)
         rows = 0
-        while True:
-            if not await self._store_caught_up():  # the crawl stops (Ctrl-C, a store error)
-                self.logger.warning(
-                    "%s: stopped while reading the db-dump; it is read again next run", self.name
-                )
-                return
-            try:
-                read = await maybe_deferred_to_future(threads.deferToThread(next, batches, None))
-            except DumpError as exc:
-                self.record_error("malformed", "the db-dump %s: %s", where, exc)
-                return
-            if read is None:
-                break
-            rows += read.frame.height
-            yield read.batch_type(self.name, read.frame, page=read.page, page_rows=read.frame.height)
+        try:
+            while True:
+                if not await self._store_caught_up():  # the crawl stops (Ctrl-C, a store error)
+                    self.logger.warning(
+                        "%s: stopped while reading the db-dump; it is read again next run", self.name
+                    )
+                    return
+                try:
+                    read = await maybe_deferred_to_future(threads.deferToThread(next, batches, None))
+                except DumpError as exc:
+                    if isinstance(exc, NotAnArchive) and exc.html:
+                        self.record_error("html", "the db-dump %s: %s", where, exc)
+                    elif not stream.broken:  # a failed transfer is the errback's to say
+                        self.record_error("malformed", "the db-dump %s: %s", where, exc)
+                    return
+                if read is None:
+                    break
+                rows += read.frame.height
+                yield read.batch_type(self.name, read.frame, page=read.page, page_rows=read.frame.height)
+        finally:
+            stream.close()  # what still arrives is dropped, and the download ends (_stop_streaming)
         self.logger.info(
             "%s: read the db-dump %s (%s, %s, exported %s)",
             self.name,
