@@ -196,7 +196,137 @@ TABLES = {
     "dependencies": (DEPENDENCY_COLUMNS, DEPENDENCIES),
     "keywords": (
         ["crates_cnt", "created_at", "id", "keyword"],
-        [{"id": 1, "keyword": "serde", "crates_cnt": 9}],
+        [
+            {"id": 1, "keyword": "serde", "crates_cnt": 9},
+            {"id": 2, "keyword": "async", "crates_cnt": 1, "created_at": "2020-01-01 00:00:00"},
+        ],
+    ),
+    "version_downloads": (
+        ["date", "downloads", "version_id"],
+        [
+            {"version_id": 11, "date": "2026-08-30", "downloads": 10},
+            {"version_id": 11, "date": "2026-08-31", "downloads": 12},
+            {"version_id": 21, "date": "2026-08-31", "downloads": 0},
+        ],
+    ),
+    "categories": (
+        ["category", "crates_cnt", "created_at", "description", "id", "path", "slug"],
+        [
+            {
+                "id": 4,
+                "category": "Encoding",
+                "slug": "encoding",
+                "description": 'Encoding and/or decoding data,\nfrom one "format" to another.',
+                "path": "encoding",
+                "crates_cnt": 2,
+                "created_at": "2017-01-17 19:13:05.112025",
+            }
+        ],
+    ),
+    "crates_keywords": (
+        ["crate_id", "keyword_id"],
+        [{"crate_id": 1, "keyword_id": 1}, {"crate_id": 2, "keyword_id": 2}],
+    ),
+    "crates_categories": (["category_id", "crate_id"], [{"crate_id": 1, "category_id": 4}]),
+    "crate_owners": (
+        ["crate_id", "created_at", "created_by", "owner_id", "owner_kind"],
+        [
+            {"crate_id": 1, "created_at": "2014-12-05 20:20:39", "owner_id": 5, "owner_kind": 0},
+            {
+                "crate_id": 1,
+                "created_at": "2015-01-01 00:00:00",
+                "created_by": 5,
+                "owner_id": 7,
+                "owner_kind": 1,
+            },
+        ],
+    ),
+    "users": (
+        ["gh_avatar", "gh_id", "gh_login", "id", "inserted_mid_row", "name"],
+        [
+            {
+                "id": 5,
+                "gh_login": "dtolnay",
+                "gh_id": 1940490,
+                "name": "David Tolnay",
+                "gh_avatar": "",
+                "inserted_mid_row": "x, y",
+            },
+            {"id": 6, "gh_login": "ghost", "gh_id": -1},
+        ],
+    ),  # fmt: skip
+    "teams": (
+        ["avatar", "github_id", "id", "login", "name", "org_id"],
+        [{"id": 7, "login": "github:serde-rs:publish", "github_id": 3, "name": "publish", "org_id": 9}],
+    ),
+    "deleted_crates": (
+        ["available_at", "created_at", "deleted_at", "deleted_by", "id", "message", "name"],
+        [
+            {
+                "id": 1,
+                "name": "gone",
+                "created_at": "2020-01-01 00:00:00",
+                "deleted_at": "2026-08-01 00:00:00",
+                "available_at": "2026-08-02 00:00:00",
+                "deleted_by": 6,
+                "message": None,
+            },
+        ],
+    ),  # fmt: skip
+    "metadata": (["total_downloads"], [{"total_downloads": 500_000_300}]),
+}
+
+#: The other tables as stored: (SQL, rows), rows written from the dicts above.
+EXPECTED_OTHERS = {
+    "version_download": (
+        "SELECT version_id, date, downloads FROM version_download_records ORDER BY version_id, date",
+        [(11, "2026-08-30", 10), (11, "2026-08-31", 12), (21, "2026-08-31", 0)],
+    ),
+    "keyword": (
+        "SELECT id, keyword, crates_cnt, created_at FROM keyword_records ORDER BY id",
+        [(1, "serde", 9, None), (2, "async", 1, "2020-01-01T00:00:00Z")],
+    ),
+    "category": (
+        "SELECT id, category, slug, description, path, crates_cnt, created_at FROM category_records",
+        [
+            (
+                4,
+                "Encoding",
+                "encoding",
+                'Encoding and/or decoding data,\nfrom one "format" to another.',
+                "encoding",
+                2,
+                "2017-01-17T19:13:05.112025Z",
+            )
+        ],
+    ),  # fmt: skip
+    "crate_keyword": (
+        "SELECT crate_id, keyword_id FROM crate_keyword_records ORDER BY crate_id",
+        [(1, 1), (2, 2)],
+    ),
+    "crate_category": ("SELECT crate_id, category_id FROM crate_category_records", [(1, 4)]),
+    "crate_owner": (
+        "SELECT crate_id, owner_id, owner_kind, created_at, created_by"
+        " FROM crate_owner_records ORDER BY owner_id",
+        [(1, 5, "user", "2014-12-05T20:20:39Z", None), (1, 7, "team", "2015-01-01T00:00:00Z", 5)],
+    ),
+    "user": (
+        "SELECT id, gh_login, gh_id, name, gh_avatar FROM user_records ORDER BY id",
+        [(5, "dtolnay", 1940490, "David Tolnay", ""), (6, "ghost", -1, None, None)],
+    ),
+    "team": (
+        "SELECT id, login, github_id, name, avatar, org_id FROM team_records",
+        [(7, "github:serde-rs:publish", 3, "publish", None, 9)],
+    ),
+    "deleted_crate": (
+        "SELECT id, name, created_at, deleted_at, deleted_by, message, available_at"
+        " FROM deleted_crate_records",
+        [(1, "gone", "2020-01-01T00:00:00Z", "2026-08-01T00:00:00Z", 6, None, "2026-08-02T00:00:00Z")],
+    ),
+    "crates_dump": (
+        "SELECT snapshot, timestamp, crates_io_commit, total_downloads, tables, rows"
+        " FROM crates_dump_records",
+        [("2026-09-01-020003", "2026-09-01T02:00:03Z", "0" * 40, 500_000_300, 14, 30)],
     ),
 }
 
@@ -274,7 +404,7 @@ def rows(workdir: Path, sql: str) -> list[tuple]:
         return con.execute(sql).fetchall()
 
 
-def test_a_dump_is_stored_row_for_row_and_a_rerun_doubles_nothing(workdir: Path) -> None:
+def test_every_table_is_stored_row_for_row_and_a_rerun_of_the_same_dump_is_skipped(workdir: Path) -> None:
     with FakeCratesDumpServer(make_dump(TABLES)) as server:
         first = crawl_crates(workdir, server.dump_url)
         assert_no_traceback(first)
@@ -283,17 +413,25 @@ def test_a_dump_is_stored_row_for_row_and_a_rerun_doubles_nothing(workdir: Path)
         assert rows(workdir, CRATE_SQL) == EXPECTED_CRATES
         assert rows(workdir, VERSION_SQL) == EXPECTED_VERSIONS
         assert rows(workdir, DEPENDENCY_SQL) == EXPECTED_DEPENDENCIES
-        assert "read the db-dump 2026-09-01-020003 (5 tables, 15 rows, exported 2026-09-01T02:00:03Z)" in (
+        for sql, expected in EXPECTED_OTHERS.values():
+            assert rows(workdir, sql) == expected, sql
+        assert "read the db-dump 2026-09-01-020003 (14 tables, 30 rows, exported 2026-09-01T02:00:03Z)" in (
             first.stderr
         )
 
         second = crawl_crates(workdir, server.dump_url)
+        assert_no_traceback(second)
         assert second.returncode == 0, second.stderr[-3000:]
+    assert (
+        "crates: skipped the db-dump 2026-09-01-020003 (exported 2026-09-01T02:00:03Z): not newer than"
+        " the one held (exported 2026-09-01T02:00:03Z)" in second.stderr
+    )
+    assert "read the db-dump" not in second.stderr
     assert rows(workdir, CRATE_SQL) == EXPECTED_CRATES
     assert rows(workdir, VERSION_SQL) == EXPECTED_VERSIONS
     assert rows(workdir, DEPENDENCY_SQL) == EXPECTED_DEPENDENCIES
     for table in ("crate_records", "version_records", "dependency_records"):
-        assert rows(workdir, f"SELECT DISTINCT first_run, last_run FROM {table}") == [(1, 2)]
+        assert rows(workdir, f"SELECT DISTINCT first_run, last_run FROM {table}") == [(1, 1)]
     assert rows(workdir, "SELECT run, source, domain FROM runs ORDER BY run") == [
         (1, "crates", None),
         (2, "crates", None),

@@ -56,6 +56,13 @@ class Batch:
     #: How a stored record takes in the same record written again, by column:
     #: ``"min"``, ``"max"``, ``"sum"``, ``"first"`` or ``"last"`` (a column not named).
     MERGE: ClassVar[dict[str, str]] = {}
+    #: Rows of a snapshot being loaded (the crates.io db-dump): a store keeps them apart from the
+    #: kind's live records until a batch whose kind lists this one in :attr:`SWITCHES` makes them
+    #: the live ones, all at once (:mod:`trawl.records.kinds`). False: merged into the live records.
+    STAGED: ClassVar[bool] = False
+    #: Kinds (``kind`` names) whose staged records replace the live ones in the transaction that
+    #: writes a batch of this kind: the end of a snapshot load.
+    SWITCHES: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, source: str, frame: pl.DataFrame, page: str = "", page_rows: int = 0) -> None:
         self.source = source

@@ -91,5 +91,89 @@ class DependencyBatch(Batch):
     MERGE: dict[str, str] = {}
 
 
-#: Every kind the crates source yields.
-CRATES_KINDS: tuple[type[Batch], ...] = (CrateBatch, VersionBatch, DependencyBatch)
+def _kind(name: str, doc: str, schema: dict[str, object], key: tuple[str, ...]) -> type[Batch]:
+    """A declared kind whose every non-key column takes the newest non-null value (``last``)."""
+    return type(
+        "".join(part.title() for part in name.split("_")) + "Batch",
+        (Batch,),
+        {"__slots__": (), "__doc__": doc, "kind": name, "SCHEMA": schema, "KEY": key, "MERGE": {},
+         "__module__": __name__},
+    )  # fmt: skip
+
+
+S, N = pl.String, pl.Int64
+VersionDownloadBatch = _kind(
+    "version_download",
+    "Downloads of one version on one day (the dump's last 90 days): version + date is the key.",
+    {"version_id": N, "date": S, "downloads": N},
+    ("version_id", "date"),
+)
+KeywordBatch = _kind(
+    "keyword",
+    "Keywords (``keyword`` is unique).",
+    {"id": N, "keyword": S, "crates_cnt": N, "created_at": S},
+    ("id",),
+)
+CategoryBatch = _kind(
+    "category",
+    "Categories (``slug`` is unique; ``path`` its place in the tree).",
+    {"id": N, "category": S, "slug": S, "description": S, "path": S, "crates_cnt": N, "created_at": S},
+    ("id",),
+)
+CrateKeywordBatch = _kind(
+    "crate_keyword",
+    "Which crate has which keyword.",
+    {"crate_id": N, "keyword_id": N},
+    ("crate_id", "keyword_id"),
+)
+CrateCategoryBatch = _kind(
+    "crate_category", "Which crate is in which category.", {"crate_id": N, "category_id": N},
+    ("crate_id", "category_id"),
+)  # fmt: skip
+CrateOwnerBatch = _kind(
+    "crate_owner",
+    "Who owns a crate: ``owner_kind`` ``user`` (a row of users) or ``team`` (teams); the dump's 0/1.",
+    {"crate_id": N, "owner_id": N, "owner_kind": S, "created_at": S, "created_by": N},
+    ("crate_id", "owner_id", "owner_kind"),
+)
+UserBatch = _kind(
+    "user", "Users who own crates (``gh_login`` is their GitHub login).",
+    {"id": N, "gh_login": S, "gh_id": N, "name": S, "gh_avatar": S}, ("id",),
+)  # fmt: skip
+TeamBatch = _kind(
+    "team", "GitHub teams that own crates (``login`` like ``github:org:team``).",
+    {"id": N, "login": S, "github_id": N, "name": S, "avatar": S, "org_id": N}, ("id",),
+)  # fmt: skip
+DeletedCrateBatch = _kind(
+    "deleted_crate",
+    "Crates deleted by their owners: the name may be taken again from ``available_at``.",
+    {"id": N, "name": S, "created_at": S, "deleted_at": S, "deleted_by": N, "message": S, "available_at": S},
+    ("id",),
+)
+
+
+class DumpSnapshotBatch(Batch):
+    """One row per db-dump loaded: what it said of itself (``metadata.json``, ``metadata.csv``),
+    and what it held. Written last, in the transaction that makes the dump's rows the live ones
+    (:attr:`SWITCHES`), so its newest ``timestamp`` is the snapshot the store holds."""
+
+    __slots__ = ()
+    kind = "crates_dump"
+    SCHEMA = {
+        "snapshot": pl.String,
+        "timestamp": pl.String,
+        "crates_io_commit": pl.String,
+        "total_downloads": pl.Int64,
+        "tables": pl.Int64,
+        "rows": pl.Int64,
+    }
+    KEY = ("snapshot",)
+    MERGE: dict[str, str] = {}
+
+
+#: Every kind the crates source yields from the dump, in the order of the dump's tables.
+CRATES_KINDS: tuple[type[Batch], ...] = (
+    CrateBatch, VersionBatch, DependencyBatch, VersionDownloadBatch, KeywordBatch, CategoryBatch,
+    CrateKeywordBatch, CrateCategoryBatch, CrateOwnerBatch, UserBatch, TeamBatch, DeletedCrateBatch,
+)  # fmt: skip
+DumpSnapshotBatch.SWITCHES = tuple(k.kind for k in CRATES_KINDS)

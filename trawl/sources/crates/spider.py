@@ -21,6 +21,7 @@ meanwhile, and the next block is read only once the pipeline took the last batch
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import scrapy
@@ -34,9 +35,12 @@ from trawl.errors import TrawlUsageError
 from trawl.pipeline.backlog import StoreBacklog
 from trawl.run.counts import counted
 from trawl.run.stopping import is_stopping
-from trawl.settings_checks import Setting, http_url, whole
+from trawl.settings_checks import Setting, http_url, text, whole
 from trawl.sources.base import Source
-from trawl.sources.crates.dump import DumpInfo, NotAnArchive, read_dump
+from trawl.sources.crates.dump import DumpInfo, NotAnArchive, NotNewer, iso, read_dump
+from trawl.sources.crates.parquet import ParquetError
+from trawl.sources.crates.records import DumpSnapshotBatch
+from trawl.sources.crates.snapshot import DumpLoad, newest_held
 from trawl.sources.crates.stream import STREAM, BodyStream
 from trawl.sources.crates.tables import DumpError
 
@@ -62,6 +66,9 @@ class CratesSpider(Source):
         "CRATES_DUMP_URL": Setting(
             DEFAULT_DUMP_URL, http_url(), "where the crates source fetches the crates.io db-dump (tar.gz)"
         ),
+        "CRATES_PARQUET_DIR": Setting(
+            "", text, "a folder for the raw layer: the db-dump's tables as Parquet (off when empty)"
+        ),
         "CRATES_BATCH_ROWS": Setting(
             50_000, whole(1000, 10_000_000), "rows of a dump table per batch (per store transaction)"
         ),
@@ -80,6 +87,8 @@ class CratesSpider(Source):
         self.mode = mode
         self.dump_url = str(self.setting(settings, "CRATES_DUMP_URL")).strip()
         self.batch_rows = int(self.setting(settings, "CRATES_BATCH_ROWS"))
+        parquet = str(self.setting(settings, "CRATES_PARQUET_DIR") or "").strip()
+        self.parquet_dir = Path(parquet).expanduser() if parquet else None
 
     def run_inputs(self) -> dict[str, Any]:
         return {**super().run_inputs(), "mode": self.mode}
@@ -135,10 +144,15 @@ class CratesSpider(Source):
         self.on_request_error(failure)
 
     async def read_stream(self, stream: BodyStream) -> AsyncIterator[Any]:
+        """The dump's batches as they are read, then the row that makes them the live snapshot."""
         where = self.describe_url(self.dump_url)
+        context = getattr(self, "run_context", None)
+        store = context.store if context is not None else None
+        newer_than = newest_held(store, self.parquet_dir)
         info = DumpInfo()
-        batches = read_dump(stream, info, self.batch_rows)
-        rows = 0
+        load = DumpLoad(
+            read_dump(stream, info, self.batch_rows, newer_than=newer_than), info, self.parquet_dir
+        )
         try:
             while True:
                 if not await self._store_caught_up():  # the crawl stops (Ctrl-C, a store error)
@@ -147,29 +161,51 @@ class CratesSpider(Source):
                     )
                     return
                 try:
-                    read = await maybe_deferred_to_future(threads.deferToThread(next, batches, None))
+                    read = await maybe_deferred_to_future(threads.deferToThread(load.step))
+                except NotNewer:
+                    assert newer_than is not None
+                    self.logger.info(
+                        "%s: skipped the db-dump %s (exported %s): not newer than the one held (exported %s)",
+                        self.name, info.snapshot, iso(info.time or newer_than), iso(newer_than),
+                    )  # fmt: skip
+                    return
                 except DumpError as exc:
                     if isinstance(exc, NotAnArchive) and exc.html:
                         self.record_error("html", "the db-dump %s: %s", where, exc)
                     elif not stream.broken:  # a failed transfer is the errback's to say
                         self.record_error("malformed", "the db-dump %s: %s", where, exc)
                     return
+                except ParquetError as exc:
+                    self.record_error("parquet", "%s", exc)
+                    return
                 if read is None:
                     break
-                rows += read.frame.height
-                yield read.batch_type(self.name, read.frame, page=read.page, page_rows=read.frame.height)
+                yield load.staged_batch(self.name, read)
+            stream.close()
+            if not await self._store_caught_up(everything=True):
+                self.logger.warning(
+                    "%s: stopped before the db-dump was switched to; it is read again next run", self.name
+                )
+                return
+            try:
+                await maybe_deferred_to_future(threads.deferToThread(load.finish))
+            except ParquetError as exc:
+                self.record_error("parquet", "%s", exc)
+                return
+            yield DumpSnapshotBatch(self.name, load.dump_row(), page=f"{info.snapshot}/switch", page_rows=1)
         finally:
             stream.close()  # what still arrives is dropped, and the download ends (_stop_streaming)
+            await maybe_deferred_to_future(threads.deferToThread(load.abandon))
         self.logger.info(
             "%s: read the db-dump %s (%s, %s, exported %s)",
             self.name,
             info.snapshot,
             counted(info.tables, "table"),
-            counted(rows, "row"),
+            counted(load.rows, "row"),
             info.timestamp or "at an unknown time",
         )
 
-    async def _store_caught_up(self) -> bool:
+    async def _store_caught_up(self, everything: bool = False) -> bool:
         """Wait while the store is more than ``STORE_BACKLOG_ROWS`` rows behind; False if the crawl stops.
 
         :class:`~trawl.pipeline.backlog.StoreBacklog` pauses the engine, which
@@ -179,7 +215,13 @@ class CratesSpider(Source):
         the ~1 s of writing the bound stands for.
         """
         limit = int(self.crawler.settings.getint("STORE_BACKLOG_ROWS"))
-        while limit and StoreBacklog.rows > limit:
+        if everything:
+            # Every batch written before the switch: small ones wait up to BATCH_COALESCE_SECONDS
+            # for others before they count in the backlog.
+            limit = 0
+            if not await self.wait(float(self.crawler.settings.getfloat("BATCH_COALESCE_SECONDS")) + 0.05):
+                return False
+        while (limit or everything) and StoreBacklog.rows > limit:
             if not await self.wait(0.05):
                 return False
         return not is_stopping(self.crawler)
