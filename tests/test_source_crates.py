@@ -612,3 +612,122 @@ def test_a_streamed_dump_over_the_size_limit_is_one_error_line(workdir: Path) ->
     assert result.returncode == 1
     assert len(result.errors) == 1, result.errors
     assert "over the size limit" in result.errors[0]
+
+
+def parquet_rows(root: Path, table: str) -> pl.DataFrame:
+    return pl.read_parquet(root / table / "*" / "*.parquet", hive_partitioning=True)
+
+
+def test_the_parquet_layer_holds_every_table_partitioned_by_dump_date(workdir: Path) -> None:
+    """Each table a dataset (hive partition ``dump_date=``), read back by polars (and pyarrow, DuckDB
+    when installed) with exactly the generated rows; without a store, too."""
+    root = workdir / "raw"
+    with FakeCratesDumpServer(make_dump(TABLES)) as server:
+        result = run_scrapy(
+            workdir,
+            *crawl_args("crates", None, {"CRATES_DUMP_URL": server.dump_url, "CRATES_PARQUET_DIR": root}),
+        )
+    assert_no_traceback(result)
+    assert result.returncode == 0, result.stderr[-3000:]
+    datasets = sorted(p.name for p in root.iterdir() if not p.name.startswith("."))
+    assert datasets == sorted(t for t in [*TABLES, "crates_dump"] if t != "metadata")
+    assert not list(root.glob(".loading/*"))
+    versions = parquet_rows(root, "versions").sort("id")
+    assert versions.get_column("dump_date").cast(pl.String).unique().to_list() == ["2026-09-01"]
+    assert versions.drop("dump_date").rows() == [
+        tuple(bool(v) if i == 6 else v for i, v in enumerate(row)) for row in EXPECTED_VERSIONS
+    ]
+    dependencies = parquet_rows(root, "dependencies").sort("id").drop("dump_date")
+    assert dependencies.rows() == [
+        tuple(bool(v) if i in (4, 5) else v for i, v in enumerate(row)) for row in EXPECTED_DEPENDENCIES
+    ]
+    crates = parquet_rows(root, "crates").sort("id").drop("dump_date")
+    assert crates.drop("downloads", "default_version_id").rows() == [row[:8] for row in EXPECTED_CRATES]
+    downloads = parquet_rows(root, "crate_downloads").sort("id").select("id", "downloads")
+    assert downloads.rows() == [(row[0], row[8]) for row in EXPECTED_CRATES]
+    pairs = {"version_downloads": "version_download", "crate_owners": "crate_owner", "users": "user"}
+    pairs |= {"deleted_crates": "deleted_crate", "keywords": "keyword", "teams": "team"}
+    for table, kind in pairs.items():
+        sql, expected = EXPECTED_OTHERS[kind]
+        columns = sql.removeprefix("SELECT ").split(" FROM ")[0].split(", ")
+        assert sorted(parquet_rows(root, table).select(columns).rows()) == sorted(expected), table
+    dumps = parquet_rows(root, "crates_dump").drop("dump_date").rows()
+    assert dumps == EXPECTED_OTHERS["crates_dump"][1]
+    try:
+        import pyarrow.dataset as ds
+    except ImportError:
+        pass
+    else:
+        assert ds.dataset(root / "versions", partitioning="hive").to_table().num_rows == len(VERSIONS)
+
+
+def many_versions(count: int, start: int = 1000) -> tuple[list, list]:
+    return VERSION_COLUMNS, [
+        {"id": n, "crate_id": 1 + n % 3, "num": f"9.{n}.0", "downloads": n, "yanked": False}
+        for n in range(start, start + count)
+    ]
+
+
+def test_kill_9_mid_load_leaves_the_previous_snapshot_and_a_rerun_completes(workdir: Path) -> None:
+    """The first dump loaded; the second, bigger, killed (``kill -9``) once part of it was
+    written: the store and the Parquet layer still give the first dump, whole; the rerun
+    loads the second, whole, and the rows the second dump lacks are gone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = workdir / "raw"
+    settings = {"STORE_URI": "sqlite:///x.db", "CRATES_PARQUET_DIR": root, "CRATES_BATCH_ROWS": 1000}
+    newer = {**TABLES, "versions": many_versions(150_000), "keywords": (TABLES["keywords"][0], [])}
+    with FakeCratesDumpServer(make_dump(TABLES)) as server:
+        first = run_scrapy(
+            workdir, *crawl_args("crates", None, {**settings, "CRATES_DUMP_URL": server.dump_url})
+        )
+        assert first.returncode == 0, first.stderr[-3000:]
+        server.dump = make_dump(newer, snapshot="2026-09-02-020001", timestamp="2026-09-02T02:00:01Z")
+        args = crawl_args("crates", None, {**settings, "CRATES_DUMP_URL": server.dump_url})
+        env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings")
+        with (workdir / "killed.log").open("w") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "scrapy", *args], cwd=workdir, env=env, stderr=log)
+            deadline = time.monotonic() + 120
+            staged = 0
+            while time.monotonic() < deadline and proc.poll() is None:
+                with sqlite3.connect(workdir / "x.db", timeout=30) as con:
+                    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+                    if "version_records_next" in names:
+                        staged = con.execute("SELECT count(*) FROM version_records_next").fetchone()[0]
+                if staged >= 5000:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    break
+                time.sleep(0.05)  # polling for a state the crawl reaches, not waiting for time to pass
+            proc.wait()
+        assert 5000 <= staged < 150_000, f"killed with {staged} versions staged"
+        assert proc.returncode == -signal.SIGKILL
+        # The first snapshot, whole, in the store and in Parquet.
+        assert rows(workdir, VERSION_SQL) == EXPECTED_VERSIONS
+        assert rows(workdir, CRATE_SQL) == EXPECTED_CRATES
+        assert rows(workdir, EXPECTED_OTHERS["keyword"][0]) == EXPECTED_OTHERS["keyword"][1]
+        assert rows(workdir, "SELECT snapshot FROM crates_dump_records") == [("2026-09-01-020003",)]
+        assert sorted(p.name for p in (root / "versions").iterdir()) == ["dump_date=2026-09-01"]
+        assert parquet_rows(root, "versions").height == len(VERSIONS)
+
+        rerun = run_scrapy(workdir, *args)
+    assert_no_traceback(rerun)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert rows(workdir, "SELECT count(*), min(id), max(id) FROM version_records") == [
+        (150_000, 1000, 150_999)
+    ]
+    assert rows(workdir, "SELECT count(*) FROM keyword_records") == [(0,)]
+    assert rows(workdir, "SELECT snapshot FROM crates_dump_records ORDER BY snapshot") == [
+        ("2026-09-01-020003",),
+        ("2026-09-02-020001",),
+    ]
+    assert rows(workdir, "SELECT name FROM sqlite_master WHERE name LIKE '%_next'") == []
+    assert sorted(p.name for p in (root / "versions").iterdir()) == [
+        "dump_date=2026-09-01",
+        "dump_date=2026-09-02",
+    ]
+    latest = parquet_rows(root, "versions").filter(pl.col("dump_date").cast(pl.String) == "2026-09-02")
+    assert latest.height == 150_000
