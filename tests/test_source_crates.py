@@ -731,3 +731,29 @@ def test_kill_9_mid_load_leaves_the_previous_snapshot_and_a_rerun_completes(work
     ]
     latest = parquet_rows(root, "versions").filter(pl.col("dump_date").cast(pl.String) == "2026-09-02")
     assert latest.height == 150_000
+
+
+def test_the_zip_variant_gives_the_same_rows(workdir: Path) -> None:
+    """``CRATES_DUMP_URL`` ending in ``.zip``: read member by member from the stream."""
+    with FakeCratesDumpServer(make_dump(TABLES, as_zip=True)) as server:
+        result = crawl_crates(workdir, server.zip_url)
+        assert [(r.method, r.path) for r in server.requests] == [("GET", "/db-dump.zip")]
+    assert_no_traceback(result)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert rows(workdir, CRATE_SQL) == EXPECTED_CRATES
+    assert rows(workdir, VERSION_SQL) == EXPECTED_VERSIONS
+    assert rows(workdir, DEPENDENCY_SQL) == EXPECTED_DEPENDENCIES
+    for sql, expected in EXPECTED_OTHERS.values():
+        assert rows(workdir, sql) == expected, sql
+
+
+def test_a_truncated_zip_is_one_error_line(workdir: Path) -> None:
+    dump = make_dump(TABLES, as_zip=True)
+    with FakeCratesDumpServer(dump[: len(dump) // 2]) as server:
+        result = crawl_crates(workdir, server.zip_url)
+    assert_no_traceback(result)
+    assert result.returncode == 1
+    assert len(result.errors) == 1 and "the archive is cut short or corrupt" in result.errors[0], (
+        result.errors
+    )
+    assert rows(workdir, "SELECT name FROM sqlite_master WHERE name = 'crates_dump_records'") == []

@@ -1,4 +1,6 @@
-"""The crates.io db-dump (``db-dump.tar.gz``) read as a stream: no table whole in memory, nothing on disk.
+"""The crates.io db-dump read as a stream: no table whole in memory, nothing on disk.
+
+The ``.zip`` variant's members come from :mod:`.zipstream`; the rest is the same.
 
 The tarball holds one folder named for its time (``2026-09-01-020003/``) with
 ``metadata.json`` and ``data/<table>.csv``. A gzip'd tar can only be read in
@@ -19,6 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import BinaryIO
+from zipfile import BadZipFile
 
 import orjson
 import polars as pl
@@ -163,7 +166,7 @@ def read_dump(
                     raise NotNewer(f"the db-dump {info.snapshot} is not newer than the one stored")
                 info.tables += 1
                 yield from _read_table(handle, found["table"], info.snapshot, batch_rows, block_bytes)
-    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+    except (tarfile.TarError, BadZipFile, EOFError, zlib.error, OSError) as exc:
         raise DumpError(f"the archive is cut short or corrupt ({exc or type(exc).__name__})") from None
     if not info.snapshot:
         raise DumpError("not a crates.io db-dump: no <date>/data/*.csv or metadata.json in the archive")

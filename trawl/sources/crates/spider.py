@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import scrapy
 from scrapy import signals
@@ -37,12 +38,13 @@ from trawl.run.counts import counted
 from trawl.run.stopping import is_stopping
 from trawl.settings_checks import Setting, http_url, text, whole
 from trawl.sources.base import Source
-from trawl.sources.crates.dump import DumpInfo, NotAnArchive, NotNewer, iso, read_dump
+from trawl.sources.crates.dump import DumpInfo, NotAnArchive, NotNewer, iso, read_dump, tar_members
 from trawl.sources.crates.parquet import ParquetError
 from trawl.sources.crates.records import DumpSnapshotBatch
 from trawl.sources.crates.snapshot import DumpLoad, newest_held
 from trawl.sources.crates.stream import STREAM, BodyStream
 from trawl.sources.crates.tables import DumpError
+from trawl.sources.crates.zipstream import zip_members
 
 STREAMING_HANDLER = "trawl.sources.crates.stream.StreamingDownloadHandler"
 DEFAULT_DUMP_URL = "https://static.crates.io/db-dump.tar.gz"
@@ -64,7 +66,9 @@ class CratesSpider(Source):
     default_download_timeout = 3600
     settings_declared = {
         "CRATES_DUMP_URL": Setting(
-            DEFAULT_DUMP_URL, http_url(), "where the crates source fetches the crates.io db-dump (tar.gz)"
+            DEFAULT_DUMP_URL,
+            http_url(),
+            "where the crates source fetches the crates.io db-dump (a tar.gz; a zip when it ends in .zip)",
         ),
         "CRATES_PARQUET_DIR": Setting(
             "", text, "a folder for the raw layer: the db-dump's tables as Parquet (off when empty)"
@@ -86,6 +90,7 @@ class CratesSpider(Source):
             )
         self.mode = mode
         self.dump_url = str(self.setting(settings, "CRATES_DUMP_URL")).strip()
+        self.expected = "a zip" if urlsplit(self.dump_url).path.endswith(".zip") else "a tar.gz"
         self.batch_rows = int(self.setting(settings, "CRATES_BATCH_ROWS"))
         parquet = str(self.setting(settings, "CRATES_PARQUET_DIR") or "").strip()
         self.parquet_dir = Path(parquet).expanduser() if parquet else None
@@ -124,9 +129,9 @@ class CratesSpider(Source):
         was not streamed (a 200 labelled HTML) is said here."""
         if response.body:
             where = self.describe_url(response.url)
-            if not self.reject_html(response, f"the db-dump {where}", "a tar.gz"):
+            if not self.reject_html(response, f"the db-dump {where}", self.expected):
                 kind = response.headers.get("Content-Type")
-                self.record_error("malformed", "the db-dump %s: not a tar.gz (%s)", where, kind)
+                self.record_error("malformed", "the db-dump %s: not %s (%s)", where, self.expected, kind)
         for _ in ():
             yield _
 
@@ -150,9 +155,12 @@ class CratesSpider(Source):
         store = context.store if context is not None else None
         newer_than = newest_held(store, self.parquet_dir)
         info = DumpInfo()
-        load = DumpLoad(
-            read_dump(stream, info, self.batch_rows, newer_than=newer_than), info, self.parquet_dir
-        )
+        zipped = self.expected == "a zip"
+        batches = read_dump(
+            stream, info, self.batch_rows, newer_than=newer_than,
+            members=zip_members if zipped else tar_members, expected=self.expected,
+        )  # fmt: skip
+        load = DumpLoad(batches, info, self.parquet_dir)
         try:
             while True:
                 if not await self._store_caught_up():  # the crawl stops (Ctrl-C, a store error)
