@@ -106,7 +106,10 @@ def main() -> None:
         print(f"floor (decompress only): {floor_s:.1f} s")
         runs: list[tuple[str, dict[str, str]]] = []
         if not args.no_parquet:
-            runs.append(("parquet", {"CRATES_PARQUET_DIR": str(base / "work-parquet" / "pq")}))
+            # STORE_URI empty: no store (not the user's default one).
+            runs.append(
+                ("parquet", {"STORE_URI": "", "CRATES_PARQUET_DIR": str(base / "work-parquet" / "pq")})
+            )
         sqlite = {"STORE_URI": "sqlite:///crates.db"}
         if not args.no_parquet:
             sqlite["CRATES_PARQUET_DIR"] = str(base / "work-sqlite" / "pq")

@@ -625,7 +625,11 @@ def test_the_parquet_layer_holds_every_table_partitioned_by_dump_date(workdir: P
     with FakeCratesDumpServer(make_dump(TABLES)) as server:
         result = run_scrapy(
             workdir,
-            *crawl_args("crates", None, {"CRATES_DUMP_URL": server.dump_url, "CRATES_PARQUET_DIR": root}),
+            *crawl_args(
+                "crates",
+                None,
+                {"CRATES_DUMP_URL": server.dump_url, "CRATES_PARQUET_DIR": root, "STORE_URI": ""},
+            ),
         )
     assert_no_traceback(result)
     assert result.returncode == 0, result.stderr[-3000:]

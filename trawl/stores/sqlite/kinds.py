@@ -95,6 +95,13 @@ class KindTable:
             f" ON CONFLICT ({', '.join(_quoted(k) for k in self.key)}) DO UPDATE SET"
             f" {updates + ', ' if updates else ''}last_run = excluded.last_run"
         )
+        # A staged table is no reader's yet: rows go straight in (one pass, no temporary table).
+        self._upsert_direct = (
+            f"INSERT INTO main.{self.table} ({names}, first_run, last_run)"
+            f" VALUES ({', '.join('?' * len(self.columns))}, ?, ?)"
+            f" ON CONFLICT ({', '.join(_quoted(k) for k in self.key)}) DO UPDATE SET"
+            f" {updates + ', ' if updates else ''}last_run = excluded.last_run"
+        )
         selected = ", ".join(f"t.{_quoted(c)}" for c in self.columns)
         self._read_back = (
             f"SELECT {selected}, i.previous_run FROM temp.{self.incoming} AS i"
@@ -134,12 +141,13 @@ class KindTable:
         rows = collapse(self.batch_type, frame)
         for kind in self.batch_type.SWITCHES:
             switch(con, kind)
-        con.execute(f"DELETE FROM temp.{self.incoming}")
-        con.executemany(self._insert_incoming, rows.select(list(self.columns)).iter_rows())
         if self.staged:
-            con.execute(self._upsert, {"run": run})
+            runs = [pl.lit(run).alias("first_run"), pl.lit(run).alias("last_run")]
+            con.executemany(self._upsert_direct, rows.select(*self.columns, *runs).iter_rows())
             marks = [pl.lit(True).alias("new"), pl.lit(False).alias("repeat")]
             return rows.with_columns(marks), rows.height
+        con.execute(f"DELETE FROM temp.{self.incoming}")
+        con.executemany(self._insert_incoming, rows.select(list(self.columns)).iter_rows())
         con.execute(self._mark_known)
         con.execute(self._upsert, {"run": run})
         stored = con.execute(self._read_back).fetchall()
