@@ -544,6 +544,7 @@ def test_crawl_all_runs_crates_only_when_named() -> None:
     ("path", "body", "tables", "message"),
     [
         ("/gone.tar.gz", None, None, "HTTP 404 from http://127.0.0.1:"),
+        ("/db-dump.tar.gz", b"", None, "the answer is empty"),
         ("/db-dump.tar.gz", b"<!DOCTYPE html><html><body>Maintenance</body></html>", None,
          "sent an HTML page instead of a tar.gz"),
         ("/db-dump.tar.gz", None, {"versions": (["id", "crate_id", "created_at"], [{"id": 1}])},

@@ -124,16 +124,18 @@ class CratesSpider(Source):
         async for batch in self.read_stream(stream):
             yield batch
 
-    async def parse_dump(self, response: Response) -> AsyncIterator[Any]:
-        """The answer, once it ended: a streamed body was read from :meth:`start`; a page that
-        was not streamed (a 200 labelled HTML) is said here."""
-        if response.body:
-            where = self.describe_url(response.url)
-            if not self.reject_html(response, f"the db-dump {where}", self.expected):
-                kind = response.headers.get("Content-Type")
-                self.record_error("malformed", "the db-dump %s: not %s (%s)", where, self.expected, kind)
-        for _ in ():
-            yield _
+    def parse_dump(self, response: Response) -> None:
+        """The answer, once it ended: a streamed body was read from :meth:`start`; one that was
+        not streamed (a 200 labelled HTML, an empty one) is said here."""
+        stream = response.meta.get(STREAM)
+        if isinstance(stream, BodyStream) and stream.streaming:
+            return
+        where = self.describe_url(response.url)
+        if not response.body:
+            self.record_error("malformed", "the db-dump %s: the answer is empty", where)
+        elif not self.reject_html(response, f"the db-dump {where}", self.expected):
+            kind = response.headers.get("Content-Type")
+            self.record_error("malformed", "the db-dump %s: not %s (%s)", where, self.expected, kind)
 
     def _stop_streaming(self, data: bytes, request: scrapy.Request, **_: Any) -> None:
         """``bytes_received``: the reader is done with a body still arriving (an error, the stop,

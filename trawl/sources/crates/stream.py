@@ -69,10 +69,13 @@ class BodyStream:
         self._paused = False
         #: The reader is done: what still arrives is dropped (see :meth:`close`).
         self.discarding = False
+        #: The body began to stream (False: the answer went whole to the callback or errback).
+        self.streaming = False
 
     # --- the reactor's side ------------------------------------------------------------
 
     def begin(self, transport: Any) -> None:
+        self.streaming = True
         self._transport = transport
         if not self.started.called:
             self.started.callback(True)
