@@ -1,17 +1,21 @@
 """The crates.io record kinds: declared once, stored by any store (:mod:`trawl.records.kinds`).
 
-Every kind is keyed by the dump's integer ``id``, not by its natural key
-(crate name; crate and version number), on purpose: the dump's tables refer to
-each other by id and come in tar order, not in join order (``crate_downloads``
-and ``default_versions`` come before ``crates`` and ``versions``). Keyed by id,
-each table's rows land on their own as partial records, and the ``last`` merge
-rule (the newest non-null value wins) joins them in the store, with no table
-held in memory for a join. The natural keys are columns (``name``;
-``crate_id`` + ``num``), unique in the registry.
+The crate, version and dependency kinds are keyed by the dump's integer ``id``,
+not by their natural key (crate name; crate and version number), on purpose: the
+dump's tables refer to each other by id and come in archive order, not in join
+order (``crate_downloads`` comes before ``crates``, ``default_versions`` after).
+Keyed by id, each table's rows land on their own as partial records, and the
+``last`` merge rule (the newest non-null value wins) joins them in the store,
+with no table held in memory for a join. The natural keys are columns (``name``;
+``crate_id`` + ``num``), unique in the registry. The other kinds are keyed by what
+names a row: ``version_id`` + ``date`` (version downloads), both ids of a join
+table, ``crate_id`` + ``owner_id`` + ``owner_kind`` (owners), else the dump's id.
 
-The cost of ``last``: a value that becomes NULL upstream (a description
-removed) keeps its old value until snapshot switching (a later step) replaces
-a whole snapshot.
+A dump is loaded as one snapshot (:func:`trawl.records.kinds.staged`): its rows
+are staged apart and :class:`DumpSnapshotBatch`, written last, makes them the live
+records of every kind at once, so a value that became NULL upstream, or a row
+deleted upstream, is gone with the next dump (the ``last`` rule joins the partial
+records within one snapshot only).
 
 Timestamps are text, ISO 8601 in UTC as the crates.io API writes them
 (``2020-01-01T12:11:10.999999Z``), whatever the dump's spelling.

@@ -205,7 +205,7 @@ class CratesSpider(Source):
             yield DumpSnapshotBatch(self.name, load.dump_row(), page=f"{info.snapshot}/switch", page_rows=1)
         finally:
             stream.close()  # what still arrives is dropped, and the download ends (_stop_streaming)
-            await maybe_deferred_to_future(threads.deferToThread(load.abandon))
+            load.abandon()  # a load that did not end: its Parquet files (a committed one has none left)
         self.logger.info(
             "%s: read the db-dump %s (%s, %s, exported %s)",
             self.name,
