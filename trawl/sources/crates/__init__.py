@@ -9,5 +9,9 @@ Modules, each with one concern:
 * :mod:`.tables`: one dump table's block to a batch frame, by header name, with
   PostgreSQL's CSV conventions (``t``/``f``, ``{a,b}``, empty = NULL);
 * :mod:`.dump`: the db-dump tar.gz read as a stream (``tarfile`` mode ``r|gz``);
+* :mod:`.zipstream`: the zip variant's members, read from the stream's local headers;
+* :mod:`.stream`: the download handler that streams the dump's body to the reading thread;
+* :mod:`.snapshot`: one dump as one snapshot (skip a dump not newer, stage, switch);
+* :mod:`.parquet`: the raw layer, a Parquet dataset per table partitioned by dump date;
 * :mod:`.spider`: the ``crates`` source (``trawl crawl crates``).
 """
