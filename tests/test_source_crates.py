@@ -196,7 +196,137 @@ TABLES = {
     "dependencies": (DEPENDENCY_COLUMNS, DEPENDENCIES),
     "keywords": (
         ["crates_cnt", "created_at", "id", "keyword"],
-        [{"id": 1, "keyword": "serde", "crates_cnt": 9}],
+        [
+            {"id": 1, "keyword": "serde", "crates_cnt": 9},
+            {"id": 2, "keyword": "async", "crates_cnt": 1, "created_at": "2020-01-01 00:00:00"},
+        ],
+    ),
+    "version_downloads": (
+        ["date", "downloads", "version_id"],
+        [
+            {"version_id": 11, "date": "2026-08-30", "downloads": 10},
+            {"version_id": 11, "date": "2026-08-31", "downloads": 12},
+            {"version_id": 21, "date": "2026-08-31", "downloads": 0},
+        ],
+    ),
+    "categories": (
+        ["category", "crates_cnt", "created_at", "description", "id", "path", "slug"],
+        [
+            {
+                "id": 4,
+                "category": "Encoding",
+                "slug": "encoding",
+                "description": 'Encoding and/or decoding data,\nfrom one "format" to another.',
+                "path": "encoding",
+                "crates_cnt": 2,
+                "created_at": "2017-01-17 19:13:05.112025",
+            }
+        ],
+    ),
+    "crates_keywords": (
+        ["crate_id", "keyword_id"],
+        [{"crate_id": 1, "keyword_id": 1}, {"crate_id": 2, "keyword_id": 2}],
+    ),
+    "crates_categories": (["category_id", "crate_id"], [{"crate_id": 1, "category_id": 4}]),
+    "crate_owners": (
+        ["crate_id", "created_at", "created_by", "owner_id", "owner_kind"],
+        [
+            {"crate_id": 1, "created_at": "2014-12-05 20:20:39", "owner_id": 5, "owner_kind": 0},
+            {
+                "crate_id": 1,
+                "created_at": "2015-01-01 00:00:00",
+                "created_by": 5,
+                "owner_id": 7,
+                "owner_kind": 1,
+            },
+        ],
+    ),
+    "users": (
+        ["gh_avatar", "gh_id", "gh_login", "id", "inserted_mid_row", "name"],
+        [
+            {
+                "id": 5,
+                "gh_login": "dtolnay",
+                "gh_id": 1940490,
+                "name": "David Tolnay",
+                "gh_avatar": "",
+                "inserted_mid_row": "x, y",
+            },
+            {"id": 6, "gh_login": "ghost", "gh_id": -1},
+        ],
+    ),  # fmt: skip
+    "teams": (
+        ["avatar", "github_id", "id", "login", "name", "org_id"],
+        [{"id": 7, "login": "github:serde-rs:publish", "github_id": 3, "name": "publish", "org_id": 9}],
+    ),
+    "deleted_crates": (
+        ["available_at", "created_at", "deleted_at", "deleted_by", "id", "message", "name"],
+        [
+            {
+                "id": 1,
+                "name": "gone",
+                "created_at": "2020-01-01 00:00:00",
+                "deleted_at": "2026-08-01 00:00:00",
+                "available_at": "2026-08-02 00:00:00",
+                "deleted_by": 6,
+                "message": None,
+            },
+        ],
+    ),  # fmt: skip
+    "metadata": (["total_downloads"], [{"total_downloads": 500_000_300}]),
+}
+
+#: The other tables as stored: (SQL, rows), rows written from the dicts above.
+EXPECTED_OTHERS = {
+    "version_download": (
+        "SELECT version_id, date, downloads FROM version_download_records ORDER BY version_id, date",
+        [(11, "2026-08-30", 10), (11, "2026-08-31", 12), (21, "2026-08-31", 0)],
+    ),
+    "keyword": (
+        "SELECT id, keyword, crates_cnt, created_at FROM keyword_records ORDER BY id",
+        [(1, "serde", 9, None), (2, "async", 1, "2020-01-01T00:00:00Z")],
+    ),
+    "category": (
+        "SELECT id, category, slug, description, path, crates_cnt, created_at FROM category_records",
+        [
+            (
+                4,
+                "Encoding",
+                "encoding",
+                'Encoding and/or decoding data,\nfrom one "format" to another.',
+                "encoding",
+                2,
+                "2017-01-17T19:13:05.112025Z",
+            )
+        ],
+    ),  # fmt: skip
+    "crate_keyword": (
+        "SELECT crate_id, keyword_id FROM crate_keyword_records ORDER BY crate_id",
+        [(1, 1), (2, 2)],
+    ),
+    "crate_category": ("SELECT crate_id, category_id FROM crate_category_records", [(1, 4)]),
+    "crate_owner": (
+        "SELECT crate_id, owner_id, owner_kind, created_at, created_by"
+        " FROM crate_owner_records ORDER BY owner_id",
+        [(1, 5, "user", "2014-12-05T20:20:39Z", None), (1, 7, "team", "2015-01-01T00:00:00Z", 5)],
+    ),
+    "user": (
+        "SELECT id, gh_login, gh_id, name, gh_avatar FROM user_records ORDER BY id",
+        [(5, "dtolnay", 1940490, "David Tolnay", ""), (6, "ghost", -1, None, None)],
+    ),
+    "team": (
+        "SELECT id, login, github_id, name, avatar, org_id FROM team_records",
+        [(7, "github:serde-rs:publish", 3, "publish", None, 9)],
+    ),
+    "deleted_crate": (
+        "SELECT id, name, created_at, deleted_at, deleted_by, message, available_at"
+        " FROM deleted_crate_records",
+        [(1, "gone", "2020-01-01T00:00:00Z", "2026-08-01T00:00:00Z", 6, None, "2026-08-02T00:00:00Z")],
+    ),
+    "crates_dump": (
+        "SELECT snapshot, timestamp, crates_io_commit, total_downloads, tables, rows"
+        " FROM crates_dump_records",
+        [("2026-09-01-020003", "2026-09-01T02:00:03Z", "0" * 40, 500_000_300, 14, 30)],
     ),
 }
 
@@ -274,7 +404,7 @@ def rows(workdir: Path, sql: str) -> list[tuple]:
         return con.execute(sql).fetchall()
 
 
-def test_a_dump_is_stored_row_for_row_and_a_rerun_doubles_nothing(workdir: Path) -> None:
+def test_every_table_is_stored_row_for_row_and_a_rerun_of_the_same_dump_is_skipped(workdir: Path) -> None:
     with FakeCratesDumpServer(make_dump(TABLES)) as server:
         first = crawl_crates(workdir, server.dump_url)
         assert_no_traceback(first)
@@ -283,17 +413,25 @@ def test_a_dump_is_stored_row_for_row_and_a_rerun_doubles_nothing(workdir: Path)
         assert rows(workdir, CRATE_SQL) == EXPECTED_CRATES
         assert rows(workdir, VERSION_SQL) == EXPECTED_VERSIONS
         assert rows(workdir, DEPENDENCY_SQL) == EXPECTED_DEPENDENCIES
-        assert "read the db-dump 2026-09-01-020003 (5 tables, 15 rows, exported 2026-09-01T02:00:03Z)" in (
+        for sql, expected in EXPECTED_OTHERS.values():
+            assert rows(workdir, sql) == expected, sql
+        assert "read the db-dump 2026-09-01-020003 (14 tables, 30 rows, exported 2026-09-01T02:00:03Z)" in (
             first.stderr
         )
 
         second = crawl_crates(workdir, server.dump_url)
+        assert_no_traceback(second)
         assert second.returncode == 0, second.stderr[-3000:]
+    assert (
+        "crates: skipped the db-dump 2026-09-01-020003 (exported 2026-09-01T02:00:03Z): not newer than"
+        " the one held (exported 2026-09-01T02:00:03Z)" in second.stderr
+    )
+    assert "read the db-dump" not in second.stderr
     assert rows(workdir, CRATE_SQL) == EXPECTED_CRATES
     assert rows(workdir, VERSION_SQL) == EXPECTED_VERSIONS
     assert rows(workdir, DEPENDENCY_SQL) == EXPECTED_DEPENDENCIES
     for table in ("crate_records", "version_records", "dependency_records"):
-        assert rows(workdir, f"SELECT DISTINCT first_run, last_run FROM {table}") == [(1, 2)]
+        assert rows(workdir, f"SELECT DISTINCT first_run, last_run FROM {table}") == [(1, 1)]
     assert rows(workdir, "SELECT run, source, domain FROM runs ORDER BY run") == [
         (1, "crates", None),
         (2, "crates", None),
@@ -406,6 +544,7 @@ def test_crawl_all_runs_crates_only_when_named() -> None:
     ("path", "body", "tables", "message"),
     [
         ("/gone.tar.gz", None, None, "HTTP 404 from http://127.0.0.1:"),
+        ("/db-dump.tar.gz", b"", None, "the answer is empty"),
         ("/db-dump.tar.gz", b"<!DOCTYPE html><html><body>Maintenance</body></html>", None,
          "sent an HTML page instead of a tar.gz"),
         ("/db-dump.tar.gz", None, {"versions": (["id", "crate_id", "created_at"], [{"id": 1}])},
@@ -424,3 +563,202 @@ def test_what_cannot_be_read_is_one_error_line_naming_it(
     assert result.returncode == 1
     assert len(result.errors) == 1, result.errors
     assert message in result.errors[0]
+
+
+#: Runs scrapy and writes the process's own peak RSS (VmHWM: this program's, not the forked
+#: parent's pages that ``ru_maxrss`` would count, the test process holding the 300 MB dump).
+PEAK_RSS_WRAPPER = """
+import atexit, re, runpy, sys
+def hwm():
+    status = open("/proc/self/status").read()
+    open("peak_rss_kb", "w").write(re.search(r"VmHWM:\\s+(\\d+)", status).group(1))
+atexit.register(hwm)
+sys.argv = ["scrapy", *sys.argv[1:]]
+runpy.run_module("scrapy", run_name="__main__")
+"""
+
+
+def peak_rss_mb(workdir: Path, *args: str) -> tuple[int, float]:
+    """Exit status and peak RSS (MB) of one crawl in a process of its own."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings")
+    with (workdir / "crawl.log").open("w") as log:
+        status = subprocess.run(
+            [sys.executable, "-c", PEAK_RSS_WRAPPER, *args], cwd=workdir, env=env, stdout=log, stderr=log
+        ).returncode
+    return status, int((workdir / "peak_rss_kb").read_text()) / 1024
+
+
+def test_the_dump_is_streamed_never_whole_in_memory(workdir: Path) -> None:
+    """A 300 MB member (incompressible, skipped unread) passes through without the process holding it."""
+    import os
+
+    extra = {"export.sql": os.urandom(300 << 20)}
+    with FakeCratesDumpServer(make_dump(TABLES, extra=extra, compresslevel=0)) as server:
+        args = crawl_args("crates", None, {"CRATES_DUMP_URL": server.dump_url, "STORE_URI": "sqlite:///x.db"})
+        status, peak = peak_rss_mb(workdir, *args)
+    assert status == 0, (workdir / "crawl.log").read_text()[-3000:]
+    assert rows(workdir, CRATE_SQL) == EXPECTED_CRATES
+    assert peak < 300, f"peak RSS {peak:.0f} MB for a 300 MB dump"
+
+
+def test_a_streamed_dump_over_the_size_limit_is_one_error_line(workdir: Path) -> None:
+    big = make_dump(TABLES, extra={"export.sql": b"x" * 400_000}, compresslevel=0)
+    with FakeCratesDumpServer(big) as server:
+        result = crawl_crates(workdir, server.dump_url, "-s", 'SOURCE_DOWNLOAD_MAXSIZE={"crates": 200000}')
+    assert_no_traceback(result)
+    assert result.returncode == 1
+    assert len(result.errors) == 1, result.errors
+    assert "over the size limit" in result.errors[0]
+
+
+def parquet_rows(root: Path, table: str) -> pl.DataFrame:
+    return pl.read_parquet(root / table / "*" / "*.parquet", hive_partitioning=True)
+
+
+def test_the_parquet_layer_holds_every_table_partitioned_by_dump_date(workdir: Path) -> None:
+    """Each table a dataset (hive partition ``dump_date=``), read back by polars (and pyarrow, DuckDB
+    when installed) with exactly the generated rows; without a store, too."""
+    root = workdir / "raw"
+    with FakeCratesDumpServer(make_dump(TABLES)) as server:
+        result = run_scrapy(
+            workdir,
+            *crawl_args(
+                "crates",
+                None,
+                {"CRATES_DUMP_URL": server.dump_url, "CRATES_PARQUET_DIR": root, "STORE_URI": ""},
+            ),
+        )
+    assert_no_traceback(result)
+    assert result.returncode == 0, result.stderr[-3000:]
+    datasets = sorted(p.name for p in root.iterdir() if not p.name.startswith("."))
+    assert datasets == sorted(t for t in [*TABLES, "crates_dump"] if t != "metadata")
+    assert not list(root.glob(".loading/*"))
+    versions = parquet_rows(root, "versions").sort("id")
+    assert versions.get_column("dump_date").cast(pl.String).unique().to_list() == ["2026-09-01"]
+    assert versions.drop("dump_date").rows() == [
+        tuple(bool(v) if i == 6 else v for i, v in enumerate(row)) for row in EXPECTED_VERSIONS
+    ]
+    dependencies = parquet_rows(root, "dependencies").sort("id").drop("dump_date")
+    assert dependencies.rows() == [
+        tuple(bool(v) if i in (4, 5) else v for i, v in enumerate(row)) for row in EXPECTED_DEPENDENCIES
+    ]
+    crates = parquet_rows(root, "crates").sort("id").drop("dump_date")
+    assert crates.drop("downloads", "default_version_id").rows() == [row[:8] for row in EXPECTED_CRATES]
+    downloads = parquet_rows(root, "crate_downloads").sort("id").select("id", "downloads")
+    assert downloads.rows() == [(row[0], row[8]) for row in EXPECTED_CRATES]
+    pairs = {"version_downloads": "version_download", "crate_owners": "crate_owner", "users": "user"}
+    pairs |= {"deleted_crates": "deleted_crate", "keywords": "keyword", "teams": "team"}
+    for table, kind in pairs.items():
+        sql, expected = EXPECTED_OTHERS[kind]
+        columns = sql.removeprefix("SELECT ").split(" FROM ")[0].split(", ")
+        assert sorted(parquet_rows(root, table).select(columns).rows()) == sorted(expected), table
+    dumps = parquet_rows(root, "crates_dump").drop("dump_date").rows()
+    assert dumps == EXPECTED_OTHERS["crates_dump"][1]
+    try:
+        import pyarrow.dataset as ds
+    except ImportError:
+        pass
+    else:
+        assert ds.dataset(root / "versions", partitioning="hive").to_table().num_rows == len(VERSIONS)
+
+
+def many_versions(count: int, start: int = 1000) -> tuple[list, list]:
+    return VERSION_COLUMNS, [
+        {"id": n, "crate_id": 1 + n % 3, "num": f"9.{n}.0", "downloads": n, "yanked": False}
+        for n in range(start, start + count)
+    ]
+
+
+def test_kill_9_mid_load_leaves_the_previous_snapshot_and_a_rerun_completes(workdir: Path) -> None:
+    """The first dump loaded; the second, bigger, killed (``kill -9``) once part of it was
+    written: the store and the Parquet layer still give the first dump, whole; the rerun
+    loads the second, whole, and the rows the second dump lacks are gone."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = workdir / "raw"
+    settings = {"STORE_URI": "sqlite:///x.db", "CRATES_PARQUET_DIR": root, "CRATES_BATCH_ROWS": 1000}
+    newer = {**TABLES, "versions": many_versions(150_000), "keywords": (TABLES["keywords"][0], [])}
+    with FakeCratesDumpServer(make_dump(TABLES)) as server:
+        first = run_scrapy(
+            workdir, *crawl_args("crates", None, {**settings, "CRATES_DUMP_URL": server.dump_url})
+        )
+        assert first.returncode == 0, first.stderr[-3000:]
+        server.dump = make_dump(newer, snapshot="2026-09-02-020001", timestamp="2026-09-02T02:00:01Z")
+        args = crawl_args("crates", None, {**settings, "CRATES_DUMP_URL": server.dump_url})
+        env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings")
+        with (workdir / "killed.log").open("w") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "scrapy", *args], cwd=workdir, env=env, stderr=log)
+            deadline = time.monotonic() + 120
+            staged = 0
+            while time.monotonic() < deadline and proc.poll() is None:
+                with sqlite3.connect(workdir / "x.db", timeout=30) as con:
+                    names = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
+                    if "version_records_next" in names:
+                        staged = con.execute("SELECT count(*) FROM version_records_next").fetchone()[0]
+                if staged >= 5000:
+                    os.kill(proc.pid, signal.SIGKILL)
+                    break
+                time.sleep(0.05)  # polling for a state the crawl reaches, not waiting for time to pass
+            proc.wait()
+        assert 5000 <= staged < 150_000, f"killed with {staged} versions staged"
+        assert proc.returncode == -signal.SIGKILL
+        # The first snapshot, whole, in the store and in Parquet.
+        assert rows(workdir, VERSION_SQL) == EXPECTED_VERSIONS
+        assert rows(workdir, CRATE_SQL) == EXPECTED_CRATES
+        assert rows(workdir, EXPECTED_OTHERS["keyword"][0]) == EXPECTED_OTHERS["keyword"][1]
+        assert rows(workdir, "SELECT snapshot FROM crates_dump_records") == [("2026-09-01-020003",)]
+        assert sorted(p.name for p in (root / "versions").iterdir()) == ["dump_date=2026-09-01"]
+        assert parquet_rows(root, "versions").height == len(VERSIONS)
+
+        rerun = run_scrapy(workdir, *args)
+    assert_no_traceback(rerun)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert rows(workdir, "SELECT count(*), min(id), max(id) FROM version_records") == [
+        (150_000, 1000, 150_999)
+    ]
+    assert rows(workdir, "SELECT count(*) FROM keyword_records") == [(0,)]
+    assert rows(workdir, "SELECT snapshot FROM crates_dump_records ORDER BY snapshot") == [
+        ("2026-09-01-020003",),
+        ("2026-09-02-020001",),
+    ]
+    assert rows(workdir, "SELECT name FROM sqlite_master WHERE name LIKE '%_next'") == []
+    assert sorted(p.name for p in (root / "versions").iterdir()) == [
+        "dump_date=2026-09-01",
+        "dump_date=2026-09-02",
+    ]
+    latest = parquet_rows(root, "versions").filter(pl.col("dump_date").cast(pl.String) == "2026-09-02")
+    assert latest.height == 150_000
+
+
+def test_the_zip_variant_gives_the_same_rows(workdir: Path) -> None:
+    """``CRATES_DUMP_URL`` ending in ``.zip``: read member by member from the stream."""
+    with FakeCratesDumpServer(make_dump(TABLES, as_zip=True)) as server:
+        result = crawl_crates(workdir, server.zip_url)
+        assert [(r.method, r.path) for r in server.requests] == [("GET", "/db-dump.zip")]
+    assert_no_traceback(result)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert rows(workdir, CRATE_SQL) == EXPECTED_CRATES
+    assert rows(workdir, VERSION_SQL) == EXPECTED_VERSIONS
+    assert rows(workdir, DEPENDENCY_SQL) == EXPECTED_DEPENDENCIES
+    for sql, expected in EXPECTED_OTHERS.values():
+        assert rows(workdir, sql) == expected, sql
+
+
+def test_a_truncated_zip_is_one_error_line(workdir: Path) -> None:
+    dump = make_dump(TABLES, as_zip=True)
+    with FakeCratesDumpServer(dump[: len(dump) // 2]) as server:
+        result = crawl_crates(workdir, server.zip_url)
+    assert_no_traceback(result)
+    assert result.returncode == 1
+    assert len(result.errors) == 1 and "the archive is cut short or corrupt" in result.errors[0], (
+        result.errors
+    )
+    assert rows(workdir, "SELECT name FROM sqlite_master WHERE name = 'crates_dump_records'") == []

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import json
 import tarfile
+import zipfile
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,19 +57,30 @@ def make_dump(
     tables: dict[str, tuple[Sequence[str], Sequence[dict[str, Any]]]],
     snapshot: str = SNAPSHOT,
     timestamp: str = "2026-09-01T02:00:03Z",
+    extra: dict[str, bytes] | None = None,
+    compresslevel: int = 9,
+    as_zip: bool = False,
 ) -> bytes:
-    """``tables``: name -> (columns in file order, rows). Returns the tar.gz bytes."""
+    """``tables``: name -> (columns in file order, rows); ``extra``: more members (path under the
+    snapshot folder -> bytes), after ``schema.sql``. Returns the tar.gz bytes (``as_zip``: the zip's,
+    each member deflated on its own, as crates.io's ``db-dump.zip``)."""
     members: dict[str, bytes] = {
         "README.md": b"# crates.io database dump\n",
         "metadata.json": json.dumps(
             {"timestamp": timestamp, "crates_io_commit": "0" * 40}, indent=2
         ).encode(),
         "schema.sql": b"-- schema\n",
+        **(extra or {}),
     }
     for name, (columns, rows) in sorted(tables.items()):
         members[f"data/{name}.csv"] = pg_csv(columns, rows)
     out = io.BytesIO()
-    with tarfile.open(fileobj=out, mode="w:gz") as archive:
+    if as_zip:
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+            for name, data in members.items():
+                archive.writestr(f"{snapshot}/{name}", data)
+        return out.getvalue()
+    with tarfile.open(fileobj=out, mode="w:gz", compresslevel=compresslevel) as archive:
         folder = tarfile.TarInfo(snapshot)
         folder.type = tarfile.DIRTYPE
         archive.addfile(folder)
@@ -80,7 +92,7 @@ def make_dump(
 
 
 class FakeCratesDumpServer(LocalServer):
-    """Serves :attr:`dump` at ``/db-dump.tar.gz``; 404 elsewhere."""
+    """Serves :attr:`dump` at ``/db-dump.tar.gz`` and ``/db-dump.zip`` (whichever it is); 404 elsewhere."""
 
     def __init__(self, dump: bytes) -> None:
         self.dump = dump
@@ -88,10 +100,14 @@ class FakeCratesDumpServer(LocalServer):
 
     def answer(self, request: SeenRequest) -> Answer:
         self.requests.append(request)
-        if request.path != "/db-dump.tar.gz":
+        if request.path not in ("/db-dump.tar.gz", "/db-dump.zip"):
             return 404, b"Not Found", {"Content-Type": "text/plain"}
         return 200, self.dump, {"Content-Type": "application/gzip"}
 
     @property
     def dump_url(self) -> str:
         return f"{self.base_url}/db-dump.tar.gz"
+
+    @property
+    def zip_url(self) -> str:
+        return f"{self.base_url}/db-dump.zip"

@@ -59,6 +59,13 @@ class Batch:
     #: A text column of ISO 8601 times (``"updated_at"``) by which a stored record that is
     #: newer keeps all its values when an older copy is written; empty: every write merges.
     NEWER: ClassVar[str] = ""
+    #: Rows of a snapshot being loaded (the crates.io db-dump): a store keeps them apart from the
+    #: kind's live records until a batch whose kind lists this one in :attr:`SWITCHES` makes them
+    #: the live ones, all at once (:mod:`trawl.records.kinds`). False: merged into the live records.
+    STAGED: ClassVar[bool] = False
+    #: Kinds (``kind`` names) whose staged records replace the live ones in the transaction that
+    #: writes a batch of this kind: the end of a snapshot load.
+    SWITCHES: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, source: str, frame: pl.DataFrame, page: str = "", page_rows: int = 0) -> None:
         self.source = source

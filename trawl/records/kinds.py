@@ -20,6 +20,15 @@ a plugin author writes polars types and five words of merge rule, never a
 ``CREATE TABLE``. The cost is that a rule outside these five (the URL kind's
 per-source capture counts) needs a store's own code: URLs keep theirs.
 
+A kind loaded as whole snapshots (the crates.io db-dump, where a row missing
+from today's dump is a row deleted upstream, and a crash mid-load must leave
+yesterday's dump readable) is written through its :func:`staged` twin: the
+same kind with ``STAGED = True``, whose rows a store keeps apart (SQLite: a
+``<kind>_records_next`` table, emptied when a new run starts filling it), and
+a last batch of a kind that declares ``SWITCHES`` makes them the live records
+of every kind it lists, in one transaction. Readers see the old snapshot or
+the new one, never a mix; a rerun after a crash loads the snapshot again.
+
 The rules are those a store can run as one upsert: ``min``/``max`` (first and
 last seen: idempotent, so a rerun changes nothing), ``first`` (keep what is
 stored), ``last`` (the newest non-null value wins: the default) and ``sum``
@@ -44,6 +53,20 @@ MERGE_RULES = frozenset({"min", "max", "sum", "first", "last"})
 #: Columns every kind's rows carry only for the pipeline's sake, never stored.
 RUN_MARKS = ("new", "repeat")
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+_STAGED: dict[type[Batch], type[Batch]] = {}
+
+
+def staged(batch_type: type[Batch]) -> type[Batch]:
+    """The kind's twin whose batches a store stages until a ``SWITCHES`` batch (made once per kind)."""
+    if batch_type.STAGED:
+        return batch_type
+    twin = _STAGED.get(batch_type)
+    if twin is None:
+        namespace = {"__slots__": (), "STAGED": True, "__module__": batch_type.__module__}
+        twin = _STAGED[batch_type] = type(f"Staged{batch_type.__name__}", (batch_type,), namespace)
+    return twin
 
 
 def is_keyed(batch_type: type[Batch]) -> bool:
@@ -76,6 +99,9 @@ def check_declaration(batch_type: type[Batch]) -> None:
     newer = batch_type.NEWER
     if newer and (newer not in columns or newer in batch_type.KEY):
         raise ValueError(f"{name}.NEWER names {newer!r}, not a non-key column of its SCHEMA")
+    for switched in batch_type.SWITCHES:
+        if not _NAME.fullmatch(switched):
+            raise ValueError(f"{name}.SWITCHES names {switched!r}, not a lower-case kind name")
     for column, rule in batch_type.MERGE.items():
         if column not in columns or column in batch_type.KEY:
             raise ValueError(f"{name}.MERGE names {column!r}, not a non-key column of its SCHEMA")

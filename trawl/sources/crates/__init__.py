@@ -14,5 +14,9 @@ Modules, each with one concern:
   crates.io's API at one request a second (the crawl, one request and its answer,
   answers as records, the arguments and the User-Agent policy);
 * :mod:`.incremental`: ``-a mode=incremental``, and what the API modes read from the store;
+* :mod:`.zipstream`: the zip variant's members, read from the stream's local headers;
+* :mod:`.stream`: the download handler that streams the dump's body to the reading thread;
+* :mod:`.snapshot`: one dump as one snapshot (skip a dump not newer, stage, switch);
+* :mod:`.parquet`: the raw layer, a Parquet dataset per table partitioned by dump date;
 * :mod:`.spider`: the ``crates`` source (``trawl crawl crates``).
 """

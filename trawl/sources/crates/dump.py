@@ -1,4 +1,6 @@
-"""The crates.io db-dump (``db-dump.tar.gz``) read as a stream: no table whole in memory, nothing on disk.
+"""The crates.io db-dump read as a stream: no table whole in memory, nothing on disk.
+
+The ``.zip`` variant's members come from :mod:`.zipstream`; the rest is the same.
 
 The tarball holds one folder named for its time (``2026-09-01-020003/``) with
 ``metadata.json`` and ``data/<table>.csv``. A gzip'd tar can only be read in
@@ -15,9 +17,11 @@ from __future__ import annotations
 import re
 import tarfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import BinaryIO
+from zipfile import BadZipFile
 
 import orjson
 import polars as pl
@@ -26,7 +30,44 @@ from trawl.records.batches import Batch
 from trawl.sources.crates.blocks import BLOCK_BYTES, record_blocks
 from trawl.sources.crates.tables import TABLES, DumpError, read_block
 
+_FOLDER = re.compile(r"(\d{4})-(\d\d)-(\d\d)-(\d\d)(\d\d)(\d\d)")
 _MEMBER = re.compile(r"(?P<top>[^/]+)/(?:(?P<meta>metadata\.json)|data/(?P<table>[a-z_]+)\.csv)")
+
+
+class NotAnArchive(DumpError):
+    """What came is not an archive at all; ``html``: an HTML page (an error page served with 200)."""
+
+    def __init__(self, message: str, html: bool = False) -> None:
+        super().__init__(message)
+        self.html = html
+
+
+class _Prefixed:
+    """A stream whose first bytes were read to look at them, read again from the start."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head = head
+        self._rest = rest
+
+    def read(self, size: int = -1) -> bytes:
+        if self._head:
+            if size < 0 or size >= len(self._head):
+                head, self._head = self._head, b""
+                more = self._rest.read(size - len(head)) if size < 0 or size > len(head) else b""
+                return head + more
+            head, self._head = self._head[:size], self._head[size:]
+            return head
+        return self._rest.read(size)
+
+
+def looked_at(stream: BinaryIO, expected: str) -> BinaryIO:
+    """``stream`` as it was, once its first bytes said it is no HTML page (:class:`NotAnArchive`)."""
+    head = b""
+    while len(head) < 512 and (chunk := stream.read(512 - len(head))):
+        head += chunk
+    if head.lstrip()[:1] == b"<":
+        raise NotAnArchive(f"the server sent an HTML page instead of {expected}", html=True)
+    return _Prefixed(head, stream)
 
 
 @dataclass
@@ -54,36 +95,88 @@ class DumpInfo:
     timestamp: str = ""
     commit: str = ""
     tables: int = 0
+    total_downloads: int | None = None
+
+    @property
+    def time(self) -> datetime | None:
+        """When the dump was made: ``metadata.json``'s timestamp, else the folder's name."""
+        return parse_time(self.timestamp) or parse_time(self.snapshot)
+
+
+class NotNewer(DumpError):
+    """The dump is not newer than the one the store holds: nothing to load."""
+
+
+def parse_time(text: str) -> datetime | None:
+    """``2026-09-01T02:00:03.5Z``, ``...+00:00`` or a folder name ``2026-09-01-020003``, in UTC."""
+    folder = _FOLDER.fullmatch(text or "")
+    if folder:
+        return datetime(*(int(part) for part in folder.groups()), tzinfo=UTC)
+    try:
+        parsed = datetime.fromisoformat((text or "").replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed.replace(tzinfo=parsed.tzinfo or UTC).astimezone(UTC)
+
+
+def iso(moment: datetime) -> str:
+    """A time as the crates.io API writes it: ``2026-09-01T02:00:03Z`` (micros only when some)."""
+    text = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f").removesuffix(".000000")
+    return text + "Z"
+
+
+def tar_members(stream: BinaryIO) -> Iterator[tuple[str, BinaryIO]]:
+    """``(name, readable)`` for every file of a tar.gz, in order, read once (``r|gz``)."""
+    with tarfile.open(fileobj=stream, mode="r|gz") as archive:  # type: ignore[call-overload]
+        for member in archive:
+            if member.isfile() and (handle := archive.extractfile(member)) is not None:
+                yield member.name, handle
 
 
 def read_dump(
-    stream: BinaryIO, info: DumpInfo, batch_rows: int = 50_000, block_bytes: int = BLOCK_BYTES
+    stream: BinaryIO,
+    info: DumpInfo,
+    batch_rows: int = 50_000,
+    block_bytes: int = BLOCK_BYTES,
+    newer_than: datetime | None = None,
+    members: Callable[[BinaryIO], Iterator[tuple[str, BinaryIO]]] = tar_members,
+    expected: str = "a tar.gz",
 ) -> Iterator[DumpBatch]:
     """Batches of at most ``batch_rows`` rows, table by table in archive order.
 
-    Raises :class:`DumpError` for an archive that is cut short or corrupt, a
-    member outside the dump's layout is skipped, a table that cannot be read is
-    named with what is wrong.
+    ``members`` lists the archive's files (:func:`tar_members`, or the zip's:
+    :func:`.zipstream.zip_members`). Raises :class:`NotNewer` before the first
+    table when the dump was made at or before ``newer_than``; :class:`DumpError`
+    for an archive that is cut short or corrupt, or a table that cannot be read
+    (named with what is wrong). A file outside the dump's layout is skipped.
     """
     try:
-        with tarfile.open(fileobj=stream, mode="r|gz") as archive:
-            for member in archive:
-                found = _MEMBER.fullmatch(member.name)
-                if not found or not member.isfile():
-                    continue
-                info.snapshot = info.snapshot or found["top"]
-                handle = archive.extractfile(member)
-                if handle is None:
-                    continue
-                if found["meta"]:
-                    _read_metadata(handle.read(), info)
-                elif found["table"] in TABLES:
-                    info.tables += 1
-                    yield from _read_table(handle, found["table"], info.snapshot, batch_rows, block_bytes)
-    except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+        for name, handle in members(looked_at(stream, expected)):
+            found = _MEMBER.fullmatch(name)
+            if not found:
+                continue
+            if not info.snapshot:
+                info.snapshot = found["top"]
+            if found["meta"]:
+                _read_metadata(handle.read(), info)
+            elif found["table"] == "metadata":
+                _read_total(handle.read(), info)
+            elif found["table"] in TABLES:
+                if not info.tables and newer_than and info.time is not None and info.time <= newer_than:
+                    raise NotNewer(f"the db-dump {info.snapshot} is not newer than the one stored")
+                info.tables += 1
+                yield from _read_table(handle, found["table"], info.snapshot, batch_rows, block_bytes)
+    except (tarfile.TarError, BadZipFile, EOFError, zlib.error, OSError) as exc:
         raise DumpError(f"the archive is cut short or corrupt ({exc or type(exc).__name__})") from None
     if not info.snapshot:
         raise DumpError("not a crates.io db-dump: no <date>/data/*.csv or metadata.json in the archive")
+
+
+def _read_total(raw: bytes, info: DumpInfo) -> None:
+    """``metadata.csv``: one row, ``total_downloads``."""
+    frame = read_block(b"", raw, "metadata") if raw.strip() else pl.DataFrame()
+    if "total_downloads" in frame.columns and frame.height:
+        info.total_downloads = frame.select(pl.col("total_downloads").cast(pl.Int64, strict=False)).item(0, 0)
 
 
 def _read_metadata(raw: bytes, info: DumpInfo) -> None:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import polars as pl
 
 from trawl.records.batches import Batch
+from trawl.sources.crates import records as r
 from trawl.sources.crates.records import CrateBatch, DependencyBatch, VersionBatch
 
 
@@ -181,6 +182,41 @@ def dependencies(frame: pl.DataFrame) -> pl.DataFrame:
     return _finish(DependencyBatch, frame, "dependencies")
 
 
+OWNER_KINDS = {"0": "user", "1": "team"}
+
+
+def _plain(
+    batch_type: type[Batch],
+    table: str,
+    need: tuple[str, ...],
+    times: tuple[str, ...] = (),
+    codes: tuple[str, dict[str, str]] | None = None,
+) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """A table whose columns are the kind's by name: the ``need`` ones required, ``times``
+    respelled, ``codes`` a column of numbers that stand for words (an unknown one is a DumpError),
+    every other column cast to the kind's type (a number that does not parse is NULL)."""
+
+    def convert(frame: pl.DataFrame) -> pl.DataFrame:
+        _need(frame, table, need)
+        frame = _with_absent(frame, tuple(batch_type.SCHEMA))
+        if codes is not None:
+            column, words = codes
+            unknown = frame.filter(pl.col(column).is_not_null() & ~pl.col(column).is_in(list(words)))
+            if unknown.height:
+                found = unknown.get_column(column)[0]
+                raise DumpError(f"{table}.csv: {column} {found!r} is not one of {', '.join(words)}")
+            frame = frame.with_columns(
+                pl.col(column).replace_strict(words, default=None, return_dtype=pl.String)
+            )
+        casts = [
+            timestamp(c) if c in times else integer(c) if t == pl.Int64 else pl.col(c)
+            for c, t in batch_type.SCHEMA.items()
+        ]
+        return _finish(batch_type, frame.with_columns(casts), table, key=batch_type.KEY[0])
+
+    return convert
+
+
 #: The tables read, each with the kind its rows become and how.
 TABLES: dict[str, tuple[type[Batch], Callable[[pl.DataFrame], pl.DataFrame]]] = {
     "crates": (CrateBatch, crates),
@@ -188,4 +224,42 @@ TABLES: dict[str, tuple[type[Batch], Callable[[pl.DataFrame], pl.DataFrame]]] = 
     "default_versions": (CrateBatch, default_versions),
     "versions": (VersionBatch, versions),
     "dependencies": (DependencyBatch, dependencies),
+    "version_downloads": (
+        r.VersionDownloadBatch,
+        _plain(r.VersionDownloadBatch, "version_downloads", ("version_id", "date", "downloads")),
+    ),
+    "keywords": (r.KeywordBatch, _plain(r.KeywordBatch, "keywords", ("id", "keyword"), ("created_at",))),
+    "categories": (
+        r.CategoryBatch,
+        _plain(r.CategoryBatch, "categories", ("id", "category", "slug"), ("created_at",)),
+    ),
+    "crates_keywords": (
+        r.CrateKeywordBatch,
+        _plain(r.CrateKeywordBatch, "crates_keywords", ("crate_id", "keyword_id")),
+    ),
+    "crates_categories": (
+        r.CrateCategoryBatch,
+        _plain(r.CrateCategoryBatch, "crates_categories", ("crate_id", "category_id")),
+    ),
+    "crate_owners": (
+        r.CrateOwnerBatch,
+        _plain(
+            r.CrateOwnerBatch,
+            "crate_owners",
+            ("crate_id", "owner_id", "owner_kind"),
+            ("created_at",),
+            ("owner_kind", OWNER_KINDS),
+        ),
+    ),  # fmt: skip
+    "users": (r.UserBatch, _plain(r.UserBatch, "users", ("id", "gh_login"))),
+    "teams": (r.TeamBatch, _plain(r.TeamBatch, "teams", ("id", "login"))),
+    "deleted_crates": (
+        r.DeletedCrateBatch,
+        _plain(
+            r.DeletedCrateBatch,
+            "deleted_crates",
+            ("id", "name"),
+            ("created_at", "deleted_at", "available_at"),
+        ),
+    ),
 }

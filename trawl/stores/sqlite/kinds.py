@@ -9,6 +9,16 @@ keys are known (and their last run: a record this run wrote before is a
 ``repeat``), one ``INSERT ... SELECT ... ON CONFLICT DO UPDATE`` that merges by
 the declared rules, and one read of the merged rows back into the batch. A
 table made by an older declaration gains its new columns (``ADD COLUMN``).
+
+A staged kind (``STAGED``, :func:`trawl.records.kinds.staged`) is written the
+same way into ``<kind>_records_next``, which a run empties the first time it
+writes there if another run's rows are in it (a load that crashed); nothing is
+read back (no reader has these rows yet: every row is new to the run, and the
+read-back cost as much as the write). A kind that declares ``SWITCHES``
+renames each listed kind's ``_next`` table over its live one (``DROP`` +
+``ALTER TABLE ... RENAME``: no row is copied) in the transaction that writes
+its own batch; a listed kind with no ``_next`` table had no rows in the
+snapshot, and its live table is emptied.
 """
 
 from __future__ import annotations
@@ -74,7 +84,9 @@ class KindTable:
         except ValueError as exc:
             raise StoreError(f"record kind {batch_type.kind!r} cannot be stored: {exc}") from None
         self.batch_type = batch_type
-        self.table = f"{batch_type.kind}_records"
+        self.live = f"{batch_type.kind}_records"
+        self.staged = batch_type.STAGED
+        self.table = f"{self.live}_next" if self.staged else self.live
         self.incoming = f"incoming_{self.table}"
         self.columns = stored_columns(batch_type)
         self.key = list(batch_type.KEY)
@@ -99,14 +111,26 @@ class KindTable:
             f" ON CONFLICT ({', '.join(_quoted(k) for k in self.key)}) DO UPDATE SET"
             f" {updates + ', ' if updates else ''}last_run = excluded.last_run"
         )
+        # A staged table is no reader's yet: rows go straight in (one pass, no temporary table).
+        self._upsert_direct = (
+            f"INSERT INTO main.{self.table} ({names}, first_run, last_run)"
+            f" VALUES ({', '.join('?' * len(self.columns))}, ?, ?)"
+            f" ON CONFLICT ({', '.join(_quoted(k) for k in self.key)}) DO UPDATE SET"
+            f" {updates + ', ' if updates else ''}last_run = excluded.last_run"
+        )
         selected = ", ".join(f"t.{_quoted(c)}" for c in self.columns)
         self._read_back = (
             f"SELECT {selected}, i.previous_run FROM temp.{self.incoming} AS i"
             f" JOIN main.{self.table} AS t ON {match} ORDER BY i.rowid"
         )
 
-    def create(self, con: sqlite3.Connection) -> None:
-        """The table (or the columns it lacks) and this connection's temporary table."""
+    def create(self, con: sqlite3.Connection, run: int = 0) -> None:
+        """The table (or the columns it lacks) and this connection's temporary table; a staged
+        table holding another run's rows (a load that crashed) is made anew."""
+        if self.staged and _exists(con, self.table):
+            other = con.execute(f"SELECT 1 FROM main.{self.table} WHERE last_run <> ? LIMIT 1", (run,))
+            if other.fetchone() is not None:
+                con.execute(f"DROP TABLE main.{self.table}")
         columns = [f"{_quoted(c)} {t}{' NOT NULL' if c in self.key else ''}" for c, t in self.types.items()]
         columns += [f"{name} {kind}" for name, kind in BOOKKEEPING.items()]
         key = ", ".join(_quoted(k) for k in self.key)
@@ -131,6 +155,13 @@ class KindTable:
                 f" {'/'.join(self.key)}: a record is named by its key"
             )
         rows = collapse(self.batch_type, frame)
+        for kind in self.batch_type.SWITCHES:
+            switch(con, kind)
+        if self.staged:
+            runs = [pl.lit(run).alias("first_run"), pl.lit(run).alias("last_run")]
+            con.executemany(self._upsert_direct, rows.select(*self.columns, *runs).iter_rows())
+            marks = [pl.lit(True).alias("new"), pl.lit(False).alias("repeat")]
+            return rows.with_columns(marks), rows.height
         con.execute(f"DELETE FROM temp.{self.incoming}")
         con.executemany(self._insert_incoming, rows.select(list(self.columns)).iter_rows())
         con.execute(self._mark_known)
@@ -143,3 +174,26 @@ class KindTable:
             previous.is_null().alias("new"), (previous == run).fill_null(False).alias("repeat")
         )
         return merged.drop("previous_run"), int(merged.get_column("new").sum())
+
+
+def _exists(con: sqlite3.Connection, table: str) -> bool:
+    found = con.execute("SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = ?", (table,))
+    return found.fetchone() is not None
+
+
+def switch(con: sqlite3.Connection, kind: str) -> None:
+    """The staged records of ``kind`` become its live ones (inside the caller's transaction)."""
+    live, staged = f"{kind}_records", f"{kind}_records_next"
+    if _exists(con, staged):
+        con.execute(f"DROP TABLE IF EXISTS main.{live}")
+        con.execute(f"ALTER TABLE main.{staged} RENAME TO {live}")
+    elif _exists(con, live):
+        con.execute(f"DELETE FROM main.{live}")
+
+
+def newest(con: sqlite3.Connection, batch_type: type[Batch], column: str) -> Any:
+    """The greatest ``column`` among the live records of a declared kind (None: none, or no table)."""
+    table = f"{batch_type.kind}_records"
+    if column not in stored_columns(batch_type) or not _exists(con, table):
+        return None
+    return con.execute(f"SELECT max({_quoted(column)}) FROM main.{table}").fetchone()[0]

@@ -39,7 +39,7 @@ from trawl.records.batches import Batch, UrlBatch
 from trawl.settings_checks import Setting, one_of, read, whole
 from trawl.stores.contract import KEYED_KINDS, PartlyStored
 from trawl.stores.location import data_dir
-from trawl.stores.sqlite import merge, reading
+from trawl.stores.sqlite import kinds, merge, reading
 from trawl.stores.sqlite.errors import describe, store_error
 from trawl.stores.sqlite.kinds import KindTable
 from trawl.stores.sqlite.schema import CLAIM_PAGES, SCHEMA, STAGING, stage_sql, upgrade, upsert_sql
@@ -254,6 +254,10 @@ class SqliteStore(WritesOnThread):
             else:
                 written, new = self._table(con, type(batch)).write(con, batch.frame, self.run)
             con.execute("COMMIT")
+            if type(batch).SWITCHES:  # the staged tables are live ones now: a later load starts anew
+                switched = set(type(batch).SWITCHES)
+                for batch_type in [t for t in self._tables if t.STAGED and t.kind in switched]:
+                    del self._tables[batch_type]
         except PartlyStored:
             raise  # rolled back already
         except BaseException as exc:
@@ -289,7 +293,7 @@ class SqliteStore(WritesOnThread):
         table = self._tables.get(batch_type)
         if table is None:
             table = self._tables[batch_type] = KindTable(batch_type)
-            table.create(con)
+            table.create(con, self.run)
         return table
 
     def _claim_or_roll_back(self, con: sqlite3.Connection, batch: Batch, now: float) -> int:
@@ -311,6 +315,12 @@ class SqliteStore(WritesOnThread):
     def _claim_pages(self, con: sqlite3.Connection, source: str, pages: dict[str, int], now: float) -> int:
         """Record the pages in the ledger (one statement); how many this run did not have already."""
         return con.execute(CLAIM_PAGES, (self.run, source, now, orjson.dumps(pages).decode())).rowcount
+
+    def newest(self, batch_type: type[Batch], column: str) -> Any:
+        """The greatest ``column`` among a declared kind's live records (None: none yet): the
+        crates source asks for the newest db-dump loaded, to skip one that is not newer."""
+        assert self._writer is not None, "store not open"
+        return self._writer.call(lambda: kinds.newest(self.connection, batch_type, column))
 
     def done_pages(self, source: str) -> dict[str, int]:
         """Pages this run stored already (page key -> upstream rows): what a resumed run skips."""

@@ -1,0 +1,130 @@
+"""Loading a crates.io db-dump of realistic shape, against the floor of decompressing it.
+
+Generates a dump (:mod:`bench.crates_gen`; issue 17's shape at ``--scale 1``:
+200,000 crates, 2,000,000 versions, 12,000,000 dependencies, 90 days of
+version downloads for 10% of the versions), serves it from a local HTTP
+server, and times in the same run:
+
+* the floor: ``gzip -dc DUMP > /dev/null`` (the zip: every member read);
+* ``trawl crawl crates`` into Parquet only (``CRATES_PARQUET_DIR``, no store);
+* ``trawl crawl crates`` into the SQLite store (and Parquet unless ``--no-parquet``);
+
+each crawl in a process of its own, with its peak RSS (``wait4``). Targets
+(issue 17): Parquet <= 1.5x the floor, SQLite <= 3x, peak RSS <= 1 GB.
+
+    python bench/bench_crates.py [--scale 0.1] [--zip] [--keep DIR] [--code CHECKOUT]
+
+``--code`` runs the crawls with another checkout's trawl (e.g. main, for a
+before/after figure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from bench.crates_gen import write_dump  # noqa: E402
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
+        pass
+
+
+def serve(folder: Path) -> tuple[ThreadingHTTPServer, str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server, f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def floor(archive: Path) -> float:
+    """Seconds to decompress the archive and throw the bytes away."""
+    start = time.perf_counter()
+    if archive.suffix == ".zip":
+        with zipfile.ZipFile(archive) as z:
+            for name in z.namelist():
+                with z.open(name) as member:
+                    while member.read(1 << 20):
+                        pass
+    else:
+        subprocess.run(f"gzip -dc {archive} > /dev/null", shell=True, check=True)
+    return time.perf_counter() - start
+
+
+def crawl(workdir: Path, code: Path, url: str, settings: dict[str, str]) -> tuple[float, float, str]:
+    """Seconds, peak RSS in MB and the last log lines of one ``trawl crawl crates``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    args = [sys.executable, "-m", "scrapy", "crawl", "crates", "-s", f"CRATES_DUMP_URL={url}"]
+    for key, value in settings.items():
+        args += ["-s", f"{key}={value}"]
+    env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings", PYTHONPATH=str(code))
+    log = workdir / "crawl.log"
+    start = time.perf_counter()
+    with log.open("w") as out:
+        proc = subprocess.Popen(args, cwd=workdir, env=env, stdout=out, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    lines = log.read_text().splitlines()
+    tail = "\n".join(line for line in lines if "crates:" in line or "ERROR" in line)[-2000:]
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"crawl failed ({os.waitstatus_to_exitcode(status)}):\n" + "\n".join(lines[-40:]))
+    return seconds, usage.ru_maxrss / 1024, tail
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scale", type=float, default=1.0, help="1.0: 200,000 crates (issue 17)")
+    parser.add_argument("--zip", action="store_true", help="the .zip variant instead of the tar.gz")
+    parser.add_argument("--keep", type=Path, help="generate into (or reuse) this folder")
+    parser.add_argument("--code", type=Path, default=ROOT, help="the trawl checkout to run")
+    parser.add_argument("--no-parquet", action="store_true", help="SQLite alone (a checkout without Parquet)")
+    args = parser.parse_args()
+    base = args.keep or Path(tempfile.mkdtemp(prefix="bench-crates-"))
+    name = "db-dump.zip" if args.zip else "db-dump.tar.gz"
+    archive = base / name
+    if not archive.exists():
+        start = time.perf_counter()
+        write_dump(base, args.scale, args.zip)
+        took = time.perf_counter() - start
+        print(f"generated {archive} ({archive.stat().st_size / 1e6:.0f} MB) in {took:.0f} s")
+    server, url = serve(base)
+    try:
+        floor_s = floor(archive)
+        print(f"floor (decompress only): {floor_s:.1f} s")
+        runs: list[tuple[str, dict[str, str]]] = []
+        if not args.no_parquet:
+            # STORE_URI empty: no store (not the user's default one).
+            runs.append(
+                ("parquet", {"STORE_URI": "", "CRATES_PARQUET_DIR": str(base / "work-parquet" / "pq")})
+            )
+        sqlite = {"STORE_URI": "sqlite:///crates.db"}
+        if not args.no_parquet:
+            sqlite["CRATES_PARQUET_DIR"] = str(base / "work-sqlite" / "pq")
+        runs.append(("sqlite" + ("" if args.no_parquet else "+parquet"), sqlite))
+        for label, settings in runs:
+            workdir = base / f"work-{label.split('+')[0]}"
+            shutil.rmtree(workdir, ignore_errors=True)
+            seconds, rss, tail = crawl(workdir, args.code, f"{url}/{name}", settings)
+            print(f"{label}: {seconds:.1f} s = {seconds / floor_s:.2f}x the floor, peak RSS {rss:.0f} MB")
+            print("   " + tail.replace("\n", "\n   "))
+    finally:
+        server.shutdown()
+        if not args.keep:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""The raw layer: the db-dump's tables as Parquet datasets, one per table, partitioned by dump date.
+
+``CRATES_PARQUET_DIR/<table>/dump_date=YYYY-MM-DD/part-NNNNNN.parquet``, each
+file one batch of the table in its record kind's columns and types (as the
+store gets them: ``crates``, ``crate_downloads`` and ``default_versions`` in
+the ``crate`` kind's columns, the two latter filling only the key and their
+own column; ``versions``, ``dependencies``... one kind each), and
+``crates_dump/`` one row per dump loaded. Hive-style partitions: polars
+(``pl.scan_parquet(dir / "versions", hive_partitioning=True)``), pyarrow
+(``pyarrow.dataset.dataset(dir / "versions", partitioning="hive")``) and
+DuckDB (``read_parquet('dir/versions/*/*.parquet', hive_partitioning=true)``)
+read them as they are.
+
+Why one dataset per table, not one per kind: the three tables of the crate
+kind hold different columns of the same crates, which the store joins by its
+merge rule; in Parquet they would be three partial rows per crate. A table is
+also what a reader of the raw layer expects to find from crates.io's own docs.
+
+Written by the thread that reads the dump, batch by batch (polars releases
+the GIL), so the reactor never waits on it. A dump is one snapshot here too:
+its files go to ``.loading/<snapshot>/`` and each table's folder is renamed
+into place only once the whole dump was read (:meth:`ParquetLayer.commit`),
+so a crash leaves the earlier partitions as they were, and a rerun starts the
+snapshot's folder anew. A dump date loaded again replaces its partition.
+"""
+
+from __future__ import annotations
+
+import shutil
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+
+from trawl.errors import TrawlError
+
+#: The dataset of the dumps themselves (one row each): the newest is the snapshot this layer holds.
+DUMPS = "crates_dump"
+
+
+class ParquetError(TrawlError):
+    """The Parquet layer cannot be written (a full disk, a directory not writable)."""
+
+
+def newest_dump(root: Path) -> str | None:
+    """The newest ``timestamp`` in ``crates_dump/`` (None: no dump loaded yet)."""
+    files = sorted((root / DUMPS).glob("dump_date=*/*.parquet"))
+    if not files:
+        return None
+    return pl.scan_parquet(files).select(pl.col("timestamp").max()).collect().item()
+
+
+class ParquetLayer:
+    """One dump's files, staged under ``.loading/`` until :meth:`commit`."""
+
+    def __init__(self, root: Path, snapshot: str, made: datetime) -> None:
+        self.root = root
+        self.date = made.strftime("%Y-%m-%d")
+        self.staging = root / ".loading" / snapshot
+        try:
+            shutil.rmtree(self.staging, ignore_errors=True)  # a load that crashed
+            self.staging.mkdir(parents=True)
+        except OSError as exc:
+            raise ParquetError(f"cannot write Parquet under {str(root)!r}: {exc.strerror or exc}") from None
+
+    def write(self, table: str, number: int, frame: pl.DataFrame) -> None:
+        folder = self.staging / table
+        try:
+            folder.mkdir(exist_ok=True)
+            frame.write_parquet(folder / f"part-{number:06d}.parquet", statistics=True)
+        except OSError as exc:
+            raise ParquetError(
+                f"cannot write Parquet under {str(self.root)!r}: {exc.strerror or exc}"
+            ) from None
+
+    def commit(self, dump_row: pl.DataFrame) -> None:
+        """Every table's partition into place, then the dump's own row (last: it says "loaded")."""
+        self.write(DUMPS, 1, dump_row)
+        tables = sorted(p.name for p in self.staging.iterdir() if p.name != DUMPS)
+        try:
+            for table in [*tables, DUMPS]:
+                target = self.root / table / f"dump_date={self.date}"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if target.exists():
+                    shutil.rmtree(target)
+                (self.staging / table).rename(target)
+            shutil.rmtree(self.staging, ignore_errors=True)
+        except OSError as exc:
+            raise ParquetError(
+                f"cannot write Parquet under {str(self.root)!r}: {exc.strerror or exc}"
+            ) from None
+
+    def discard(self) -> None:
+        shutil.rmtree(self.staging, ignore_errors=True)

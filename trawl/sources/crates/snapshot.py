@@ -1,0 +1,94 @@
+"""One db-dump load as one snapshot: is it newer than what is held, its batches, its end.
+
+Stores and the Parquet layer switch to a dump all at once (:mod:`trawl.records.kinds`:
+staged kinds and ``SWITCHES``; :mod:`.parquet`: partitions renamed into place):
+the dump's batches go out as the :func:`~trawl.records.kinds.staged` twins of
+their kinds, and one :class:`~.records.DumpSnapshotBatch` row, yielded once every
+batch is written, makes them the live records. A dump made at or before the
+newest one every enabled layer holds is not read (``NotNewer``).
+
+:meth:`DumpLoad.step` runs on the reading thread (``deferToThread``): it reads
+the next batch and writes it to Parquet there, off the reactor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from trawl.records.batches import Batch
+from trawl.records.kinds import staged
+from trawl.sources.crates.dump import DumpBatch, DumpInfo, iso, parse_time
+from trawl.sources.crates.parquet import ParquetLayer, newest_dump
+from trawl.sources.crates.records import DumpSnapshotBatch
+
+
+def newest_held(store: Any, parquet_dir: Path | None) -> datetime | None:
+    """The time of the newest dump every enabled layer holds (None: some layer holds none).
+
+    A store that cannot say (no ``newest``) holds none as far as this goes: the
+    dump is loaded. With no layer at all (no store, no Parquet), nothing is skipped.
+    """
+    times: list[datetime | None] = []
+    if store is not None:
+        newest = getattr(store, "newest", None)
+        times.append(parse_time(newest(DumpSnapshotBatch, "timestamp") or "") if newest else None)
+    if parquet_dir is not None:
+        times.append(parse_time(newest_dump(parquet_dir) or ""))
+    if not times or any(t is None for t in times):
+        return None
+    return min(t for t in times if t is not None)
+
+
+class DumpLoad:
+    """The batches of one dump, written to Parquet as they are read, and the row that ends it."""
+
+    def __init__(self, batches: Iterator[DumpBatch], info: DumpInfo, parquet_dir: Path | None) -> None:
+        self.batches = batches
+        self.info = info
+        self.parquet_dir = parquet_dir
+        self.parquet: ParquetLayer | None = None
+        self.rows = 0
+
+    def step(self) -> DumpBatch | None:
+        """On the reading thread: the next batch (None: the dump's end), in Parquet already."""
+        read = next(self.batches, None)
+        if read is None:
+            return None
+        self.rows += read.frame.height
+        if self.parquet_dir is not None:
+            if self.parquet is None:
+                made = self.info.time or datetime.now().astimezone()
+                self.parquet = ParquetLayer(self.parquet_dir, self.info.snapshot, made)
+            self.parquet.write(read.table, read.number, read.frame)
+        return read
+
+    @staticmethod
+    def staged_batch(source: str, read: DumpBatch) -> Batch:
+        kind = staged(read.batch_type)
+        return kind(source, read.frame, page=read.page, page_rows=read.frame.height)
+
+    def dump_row(self) -> pl.DataFrame:
+        made = self.info.time
+        row = {
+            "snapshot": self.info.snapshot,
+            "timestamp": iso(made) if made else None,
+            "crates_io_commit": self.info.commit or None,
+            "total_downloads": self.info.total_downloads,
+            "tables": self.info.tables,
+            "rows": self.rows,
+        }
+        return pl.DataFrame([row], schema=DumpSnapshotBatch.SCHEMA)
+
+    def finish(self) -> None:
+        """On the reading thread: the Parquet partitions into place."""
+        if self.parquet is not None:
+            self.parquet.commit(self.dump_row())
+
+    def abandon(self) -> None:
+        if self.parquet is not None:
+            self.parquet.discard()
