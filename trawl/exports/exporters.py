@@ -5,8 +5,11 @@ Registered in ``FEED_EXPORTERS`` for the ``txt``, ``jsonl``/``jsonlines`` and
 batch is written by polars' own writers, one call per batch; URLs this run
 passed on already (``repeat``) are left out, so each URL is written once,
 and so are URLs a file appended to (``-o``) holds already
-(:mod:`trawl.exports.append`). Non-batch items fall back to Scrapy's behaviour
-for that format.
+(:mod:`trawl.exports.append`). A batch of another record kind is written if
+its type says how (``export_frame()``: the rows of ``jsonl`` and ``csv``;
+``export_urls()``: the lines of ``txt``), as the ``probe`` kind does
+(:mod:`trawl.sources.probe.records`), and skipped otherwise. Non-batch items fall back
+to Scrapy's behaviour for that format.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import polars as pl
 from scrapy.exporters import BaseItemExporter, CsvItemExporter, JsonLinesItemExporter
 
 from trawl.exports.append import known_urls, unseen
-from trawl.records.batches import UrlBatch
+from trawl.records.batches import Batch, UrlBatch
 
 CSV_FIELDS = ("url", "host", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes", "new")
 _RECORD = ("url", "host", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes", "new")
@@ -27,6 +30,14 @@ _RECORD = ("url", "host", "sources", "first_seen", "last_seen", "captures", "sta
 def record_frame(batch: UrlBatch) -> pl.DataFrame:
     """The rows and fields an export writes."""
     return batch.first_in_run().select(_RECORD)
+
+
+def kind_frame(item: Any) -> pl.DataFrame | None:
+    """The rows a batch of another record kind exports (``None``: not such a batch; empty: none)."""
+    if not isinstance(item, Batch) or isinstance(item, UrlBatch):
+        return None
+    export = getattr(item, "export_frame", None)
+    return export() if export is not None else pl.DataFrame()
 
 
 class UrlListExporter(BaseItemExporter):
@@ -43,6 +54,11 @@ class UrlListExporter(BaseItemExporter):
             if len(urls):
                 self.file.write(("\n".join(urls.to_list()) + "\n").encode())
             return
+        if isinstance(item, Batch):
+            lines = item.export_urls() if hasattr(item, "export_urls") else []
+            if lines:
+                self.file.write(("\n".join(lines) + "\n").encode())
+            return
         url = getattr(item, "url", None) or (item.get("url") if isinstance(item, dict) else None)
         if url:
             self.file.write(str(url).encode() + b"\n")
@@ -56,6 +72,13 @@ class RecordJsonLinesExporter(JsonLinesItemExporter):
         self.known = known_urls(file, "jsonl")
 
     def export_item(self, item: Any) -> None:
+        other = kind_frame(item)
+        if other is not None:
+            if other.height:
+                buffer = io.BytesIO()
+                other.write_ndjson(buffer)
+                self.file.write(buffer.getvalue())
+            return
         if not isinstance(item, UrlBatch):
             super().export_item(item)
             return
@@ -77,6 +100,10 @@ class RecordCsvExporter(CsvItemExporter):
             self._headers_not_written = False  # the file has its header row
 
     def export_item(self, item: Any) -> None:
+        other = kind_frame(item)
+        if other is not None:
+            self._write_frame(other)
+            return
         if not isinstance(item, UrlBatch):
             super().export_item(item)
             return
@@ -84,6 +111,11 @@ class RecordCsvExporter(CsvItemExporter):
             pl.col("sources", "statuses", "mimes").list.join("|"),
             pl.when(pl.col("new")).then(pl.lit("true")).otherwise(pl.lit("false")).alias("new"),
         )
+        self._write_frame(frame)
+
+    def _write_frame(self, frame: pl.DataFrame) -> None:
+        if not frame.width:  # a kind that exports nothing
+            return
         header = self._headers_not_written and self.include_headers_line
         self._headers_not_written = False
         if frame.height or header:
