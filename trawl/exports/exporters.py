@@ -5,8 +5,11 @@ Registered in ``FEED_EXPORTERS`` for the ``txt``, ``jsonl``/``jsonlines`` and
 batch is written by polars' own writers, one call per batch; URLs this run
 passed on already (``repeat``) are left out, so each URL is written once,
 and so are URLs a file appended to (``-o``) holds already
-(:mod:`trawl.exports.append`). Non-batch items fall back to Scrapy's behaviour
-for that format.
+(:mod:`trawl.exports.append`). A batch of another record kind is written if
+its type says how (``export_frame()``: the rows of ``jsonl`` and ``csv``;
+``export_urls()``: the lines of ``txt``), as the ``probe`` kind does
+(:mod:`trawl.sources.probe.records`), and skipped otherwise. Non-batch items fall back
+to Scrapy's behaviour for that format.
 """
 
 from __future__ import annotations
@@ -30,6 +33,18 @@ def record_frame(batch: UrlBatch) -> pl.DataFrame:
     return batch.first_in_run().select(_RECORD)
 
 
+def kind_frame(item: Any) -> pl.DataFrame | None:
+    """The rows a batch of another record kind exports (``None``: not such a batch; empty: none)."""
+    if not isinstance(item, Batch) or isinstance(item, UrlBatch):
+        return None
+    export = getattr(item, "export_frame", None)
+    if export is not None:  # a kind that says how (the probe's)
+        return export()
+    if type(item).KEY:  # a declared kind (the responses index): its stored columns
+        return item.frame.select(c for c in stored_columns(type(item)) if c in item.frame.columns)
+    return pl.DataFrame()
+
+
 class UrlListExporter(BaseItemExporter):
     """One canonical URL per line, like waymore's ``waymore.txt``."""
 
@@ -44,6 +59,11 @@ class UrlListExporter(BaseItemExporter):
             if len(urls):
                 self.file.write(("\n".join(urls.to_list()) + "\n").encode())
             return
+        if isinstance(item, Batch):
+            lines = item.export_urls() if hasattr(item, "export_urls") else []
+            if lines:
+                self.file.write(("\n".join(lines) + "\n").encode())
+            return
         url = getattr(item, "url", None) or (item.get("url") if isinstance(item, dict) else None)
         if url:
             self.file.write(str(url).encode() + b"\n")
@@ -57,12 +77,11 @@ class RecordJsonLinesExporter(JsonLinesItemExporter):
         self.known = known_urls(file, "jsonl")
 
     def export_item(self, item: Any) -> None:
-        if isinstance(item, Batch) and not isinstance(item, UrlBatch) and type(item).KEY:
-            # A declared kind (the responses index): its stored columns, one object a record.
-            frame = item.frame.select(c for c in stored_columns(type(item)) if c in item.frame.columns)
-            if frame.height:
+        other = kind_frame(item)
+        if other is not None:
+            if other.height:
                 buffer = io.BytesIO()
-                frame.write_ndjson(buffer)
+                other.write_ndjson(buffer)
                 self.file.write(buffer.getvalue())
             return
         if not isinstance(item, UrlBatch):
@@ -86,13 +105,9 @@ class RecordCsvExporter(CsvItemExporter):
             self._headers_not_written = False  # the file has its header row
 
     def export_item(self, item: Any) -> None:
-        if isinstance(item, Batch) and not isinstance(item, UrlBatch) and type(item).KEY:
-            # A declared kind (the responses index): its stored columns, one object a record.
-            frame = item.frame.select(c for c in stored_columns(type(item)) if c in item.frame.columns)
-            if frame.height:
-                buffer = io.BytesIO()
-                frame.write_ndjson(buffer)
-                self.file.write(buffer.getvalue())
+        other = kind_frame(item)
+        if other is not None:
+            self._write_frame(other)
             return
         if not isinstance(item, UrlBatch):
             super().export_item(item)
@@ -101,6 +116,11 @@ class RecordCsvExporter(CsvItemExporter):
             pl.col("sources", "statuses", "mimes").list.join("|"),
             pl.when(pl.col("new")).then(pl.lit("true")).otherwise(pl.lit("false")).alias("new"),
         )
+        self._write_frame(frame)
+
+    def _write_frame(self, frame: pl.DataFrame) -> None:
+        if not frame.width:  # a kind that exports nothing
+            return
         header = self._headers_not_written and self.include_headers_line
         self._headers_not_written = False
         if frame.height or header:

@@ -172,6 +172,10 @@ class ProxyRotationMiddleware:
         return self._ban_and_retry(request, proxy, type(exception).__name__)
 
     def _ban_reason(self, response: Response) -> str | None:
+        if getattr(self.crawler.spider, "answers_are_targets", False):
+            # The probe asks the target's own pages: a 403 or a block page is what the target says
+            # (a record), not a proxy's ban; a proxy that fails shows as a 407 or a connection error.
+            return "HTTP 407" if response.status == 407 else None
         if response.status in self.ban_statuses:
             return f"HTTP {response.status}"
         if response.status == 200 and not response.body.strip() and not self._empty_is_data():

@@ -16,7 +16,7 @@ class Field:
     """A field of the query language; ``kind`` says which values and operators it takes."""
 
     name: str
-    kind: str  # url, keyword, set, intset, int, date, domain
+    kind: str  # url, keyword, set, intset, int, date, domain, bool
     lower: bool = False  # values are compared lower-cased
     #: The numbers an ``int``/``intset`` field takes (both stores hold them in 64 bits or less).
     bounds: tuple[int, int] = (0, 2**63 - 1)
@@ -43,6 +43,18 @@ FIELDS: dict[str, Field] = {
         Field("first_seen", "date"),
         Field("last_seen", "date"),
         Field("captures", "int"),
+    )
+}
+#: Fields of the ``probe`` record kind (``trawl crawl probe``), searched beside the URL's
+#: (``live:true AND ext:php``): a URL never probed has none of them. A store that keeps
+#: probe records joins them in its own query module; one that cannot refuses them in one line.
+PROBE_FIELDS: dict[str, Field] = {
+    f.name: f
+    for f in (
+        Field("live", "bool"),
+        Field("status_live", "int", bounds=(0, 999)),
+        Field("title", "keyword"),
+        Field("verdict", "keyword", lower=True),
     )
 }
 ALIASES = {

@@ -10,7 +10,7 @@ import calendar
 import re
 
 from trawl.errors import TrawlUsageError
-from trawl.search.fields import ALIASES, FIELDS, Field
+from trawl.search.fields import ALIASES, FIELDS, PROBE_FIELDS, Field
 from trawl.search.limits import MAX_DEPTH, MAX_TERMS, MAX_VALUE_LENGTH, MAX_WILDCARDS, depth
 from trawl.search.tree import And, Exists, MatchAll, Node, Not, Or, Pattern, Range, Term
 
@@ -22,9 +22,31 @@ class QueryError(TrawlUsageError):
 def field_named(name: str) -> Field:
     """The field ``name`` (or an alias) names; :class:`QueryError` for an unknown one."""
     key = ALIASES.get(name.lower(), name.lower())
+    if key in PROBE_FIELDS:
+        return PROBE_FIELDS[key]
     if key not in FIELDS:
-        raise QueryError(f"bad query: unknown field {name!r} (known: {', '.join(FIELDS)})")
+        raise QueryError(f"bad query: unknown field {name!r} (known: {', '.join([*FIELDS, *PROBE_FIELDS])})")
     return FIELDS[key]
+
+
+def probe_fields_in(node: Node) -> list[str]:
+    """The ``probe`` record fields a query names (a store that cannot join them refuses the query)."""
+    if isinstance(node, Not):
+        return probe_fields_in(node.node)
+    if isinstance(node, (And, Or)):
+        return [name for child in node.nodes for name in probe_fields_in(child)]
+    field = getattr(node, "field", None)
+    return [field.name] if field is not None and field.name in PROBE_FIELDS else []
+
+
+def refuse_probe_fields(node: Node, store: str) -> None:
+    """One :class:`QueryError` line if ``node`` names probe fields, for a store that does not join them."""
+    names = probe_fields_in(node)
+    if names:
+        raise QueryError(
+            f"bad query: {names[0]}: is a field of trawl crawl probe's records, which {store} does not"
+            " search (use a SQLite store)"
+        )
 
 
 _FIELD = re.compile(r"([A-Za-z_][A-Za-z0-9_.]*):")
@@ -307,6 +329,10 @@ def leaf(field: Field | None, raw: str, wild: tuple[int, ...]) -> Node:
         if wild:
             raise QueryError(f"bad query: {field.name} takes a number or a range, not a pattern: {raw!r}")
         return Term(field, _int(field, raw))
+    if field.kind == "bool":
+        if raw.lower() not in ("true", "false") or wild:
+            raise QueryError(f"bad query: {field.name} takes true or false, not {raw!r}")
+        return Term(field, raw.lower() == "true")
     if wild:
         pattern = wildcard_pattern(raw, wild)
         return Pattern(field, pattern)

@@ -18,6 +18,7 @@ from trawl.sources.crates.spider import CratesSpider
 from trawl.sources.ghostarchive import GhostarchiveSpider
 from trawl.sources.intelx import IntelxSpider
 from trawl.sources.otx import OtxSpider
+from trawl.sources.probe.spider import ProbeSpider
 from trawl.sources.responses.spider import ResponsesSpider
 from trawl.sources.urlscan import UrlscanSpider
 from trawl.sources.virustotal import VirustotalSpider
@@ -33,8 +34,8 @@ BUILTIN_SOURCES: tuple[type[Spider], ...] = (
 )
 
 #: Built-in sources of other record kinds: they take no domain, and ``crawl all`` runs
-#: them only when named (``-a sources=crates``).
-BUILTIN_RECORD_SOURCES: tuple[type[Spider], ...] = (CratesSpider, ResponsesSpider)
+#: them only when named (``-a sources=crates``); the probe asks the stored URLs themselves.
+BUILTIN_RECORD_SOURCES: tuple[type[Spider], ...] = (CratesSpider, ResponsesSpider, ProbeSpider)
 
 
 @hookimpl

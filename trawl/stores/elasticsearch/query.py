@@ -10,7 +10,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from trawl.search import And, Exists, Field, MatchAll, Node, Not, Or, Pattern, Range, Term
+from trawl.search import (
+    And,
+    Exists,
+    Field,
+    MatchAll,
+    Node,
+    Not,
+    Or,
+    Pattern,
+    Range,
+    Term,
+    refuse_probe_fields,
+)
 
 #: Search field -> URL document field. ``domain`` is a ``url.domain`` question too.
 ES_FIELDS: dict[str, str] = {
@@ -41,7 +53,12 @@ def es_field(field: Field) -> str:
 
 
 def to_es(node: Node) -> dict[str, Any]:
-    """The Elasticsearch query DSL for a syntax tree (filter context, no scoring)."""
+    """The Elasticsearch query DSL for a syntax tree (filter context, no scoring).
+
+    The fields of probe records (``live:``...) are refused in one line: this store does
+    not keep that kind (its batches pass it by).
+    """
+    refuse_probe_fields(node, "the Elasticsearch store")
     if isinstance(node, MatchAll):
         return {"match_all": {}}
     if isinstance(node, And):

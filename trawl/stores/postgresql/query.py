@@ -18,7 +18,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trawl.search import And, Exists, Field, MatchAll, Node, Not, Or, Pattern, Range, Term
+from trawl.search import (
+    And,
+    Exists,
+    Field,
+    MatchAll,
+    Node,
+    Not,
+    Or,
+    Pattern,
+    Range,
+    Term,
+    refuse_probe_fields,
+)
 from trawl.stores.sqllike import like_pattern
 
 #: Search field -> SQL expression: a column of ``urls u``, or of the derived ``url_parts p``.
@@ -70,6 +82,7 @@ def uses_derived(node: Node) -> bool:
 
 def to_sql(node: Node) -> SqlQuery:
     """A ``WHERE`` clause over ``urls u`` (``LEFT JOIN url_parts p`` when ``derived``)."""
+    refuse_probe_fields(node, "the PostgreSQL store")
     params: list[Any] = []
     where = _sql(node, params)
     return SqlQuery(where, params, uses_derived(node))
