@@ -67,7 +67,10 @@ class ParquetLayer:
         folder = self.staging / table
         try:
             folder.mkdir(exist_ok=True)
-            frame.write_parquet(folder / f"part-{number:06d}.parquet", statistics=True)
+            # The raw layer is the dump's own columns: ``mode`` (which mode of the source wrote a
+            # row) is the store's provenance, always empty here.
+            raw = frame.drop("mode", strict=False)
+            raw.write_parquet(folder / f"part-{number:06d}.parquet", statistics=True)
         except OSError as exc:
             raise ParquetError(
                 f"cannot write Parquet under {str(self.root)!r}: {exc.strerror or exc}"
