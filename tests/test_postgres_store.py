@@ -284,8 +284,10 @@ def open_store(uri: str, run_id: str, source: str = "wayback") -> PostgresStore:
 A, B, C = "https://example.com/a", "https://example.com/b", "https://example.com/c"
 
 
-def test_the_store_has_every_capability() -> None:
-    assert missing_capabilities(PostgresStore, list(CAPABILITIES)) == []
+def test_the_store_has_every_capability_of_the_url_kind() -> None:
+    """Every capability but those of the other record kinds, which the PostgreSQL store does not keep
+    yet (the responses index, the crates questions' reads): a store class refuses them in one line."""
+    assert missing_capabilities(PostgresStore, list(CAPABILITIES)) == ["responses", "read_kinds"]
 
 
 def test_write_batch_merges_and_marks_as_sqlite_does(db: str, tmp_path: Path) -> None:
