@@ -188,6 +188,7 @@ def test_list_plugins_settings_and_version_from_elsewhere(outside: Path) -> None
         "ghostarchive",
         "intelx",
         "otx",
+        "probe",
         "responses",
         "urlscan",
         "virustotal",
