@@ -1,0 +1,11 @@
+"""Mining archived (and live) responses for endpoints, parameters and secrets.
+
+The one entry point is :func:`extract_file`: bytes, the file's URL and MIME type
+in; a :class:`~trawl.mining.findings.FileFindings` out. Callers (the responses
+source's mining stage, the live crawl's JS files) never pick a reader themselves.
+"""
+
+from trawl.mining.extract import extract_file
+from trawl.mining.findings import Endpoint, FileFindings, Secret
+
+__all__ = ["Endpoint", "FileFindings", "Secret", "extract_file"]
