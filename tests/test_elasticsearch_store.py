@@ -22,12 +22,13 @@ from types import SimpleNamespace
 from typing import Any
 
 import orjson
+import polars as pl
 import pytest
 from elasticsearch import Elasticsearch
 
 from trawl.errors import StoreError, TrawlUsageError
 from trawl.pipeline.context import RunContext
-from trawl.records.batches import UrlBatch
+from trawl.records.batches import Batch, UrlBatch
 from trawl.stores.contract import KEYED_KINDS, AsyncWritingStore, missing_capabilities
 from trawl.stores.elasticsearch import ElasticsearchStore
 from trawl.stores.elasticsearch.connection import make_client, parse_uri
@@ -800,3 +801,55 @@ def test_a_runs_index_from_before_jobs_gets_the_field(
     es.indices.refresh(index=f"{prefix}-runs")
     [run] = es.search(index=f"{prefix}-runs", query={"match_all": {}})["hits"]["hits"]
     assert run["_source"]["job"] == stat(result, "trawl/run_id")
+
+
+# A declared kind's batches wait out a busy cluster as URL batches do
+# --------------------------------------------------------------------------------------
+
+
+class _HostBatch(Batch):
+    """A small declared kind: hosts with a summed count (a retry must not add it twice)."""
+
+    __slots__ = ()
+    kind = "hostcount"
+    SCHEMA = {"host": pl.String, "seen": pl.Int64}
+    KEY = ("host",)
+    MERGE = {"seen": "sum"}
+
+
+def _host_batch(hosts: list[str]) -> _HostBatch:
+    return _HostBatch("wayback", pl.DataFrame({"host": hosts, "seen": [1] * len(hosts)}))
+
+
+def _host_counts(es: Elasticsearch, prefix: str) -> dict[str, int]:
+    index = f"{prefix}-records-hostcount"
+    es.indices.refresh(index=index)
+    hits = es.search(index=index, size=100, query={"match_all": {}})["hits"]["hits"]
+    return {hit["_source"]["host"]: hit["_source"]["seen"] for hit in hits}
+
+
+def test_a_kind_batch_refused_with_429_is_retried_and_summed_once(
+    es_url: str, es: Elasticsearch, prefix: str
+) -> None:
+    # Item "b" of the first bulk request is refused with 429; a 503 fails the second request whole.
+    with RejectingProxy(
+        es_url,
+        reject=lambda doc, n: n == 1 and b'"host":"b"' in doc,
+        fail=lambda n: "503" if n == 2 else None,
+    ) as proxy:
+        store = open_store(proxy.url, prefix, "run-1", ELASTICSEARCH_BACKOFF=0.01)
+        assert store.write_batch(_host_batch(["a", "b", "c"])) == 3
+        store.close("finished")
+    assert proxy.rejected == 1 and proxy.failed == {"503": 1}
+    assert store.context.stats.values["trawl/elasticsearch/rejected_429"] == 1
+    assert store.context.stats.values["trawl/elasticsearch/retried_requests"] == 1
+    assert _host_counts(es, prefix) == {"a": 1, "b": 1, "c": 1}
+
+
+def test_a_kind_batch_still_refused_stops_with_one_line(es_url: str, es: Elasticsearch, prefix: str) -> None:
+    with RejectingProxy(es_url, reject=lambda doc, n: b'"host":"b"' in doc) as proxy:
+        store = open_store(proxy.url, prefix, "run-1", ELASTICSEARCH_RETRIES=2, ELASTICSEARCH_BACKOFF=0.01)
+        with pytest.raises(StoreError, match=r"still refused after 2 retries: 1 hostcount records refused"):
+            store.write_batch(_host_batch(["a", "b"]))
+        store.close("store_error")
+    assert proxy.rejected == 3  # the first try and two more

@@ -19,12 +19,23 @@ batch's keys, the merge as whole polars columns, one ``_bulk`` that creates the
 new documents and overwrites the known ones with ``if_seq_no``. A document
 another writer changed meanwhile (409) is read and merged again, a few rounds at
 most; what still conflicts fails the batch as a :class:`~trawl.errors.StoreError`.
+
+Refusals are waited out as the URL writer waits them out (:mod:`.writer`): items
+a busy cluster refuses with 429, and requests that fail as a whole (a 429, 502,
+503 or 504, a timeout, a refused connection), are sent again after
+``ELASTICSEARCH_BACKOFF`` doubled up to ``ELASTICSEARCH_BACKOFF_MAX``, at most
+``ELASTICSEARCH_RETRIES`` times. A refused item is merged again from a fresh
+``_mget``, so a retry never adds a ``sum`` twice. What still fails stops the run
+with one line; the batch's pages stay out of the ledger, so a resumed run fetches
+them again (nothing is kept in a dead-letter file: a kind's batch is re-made from
+its page, unlike a URL batch whose merge needs the provenance it carried).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import orjson
 import polars as pl
@@ -41,6 +52,10 @@ BOOKKEEPING = {
     "trawl_key": {"type": "keyword"},
 }
 _ROUNDS = 5
+#: Whole-request answers worth waiting out (the URL writer's, with 429: a bulk refused whole).
+_RETRY_STATUSES = frozenset({429, 502, 503, 504})
+_T = TypeVar("_T")
+_BULK_FILTER = "items.*.status,items.*.error"
 _SMALL = {"index": {"number_of_shards": 1, "auto_expand_replicas": "0-1"}}
 
 
@@ -148,20 +163,61 @@ def _stored_frame(docs: list[dict[str, Any]], batch_type: type[Batch]) -> pl.Dat
     return frame.drop([k for k in batch_type.KEY])
 
 
-def write_kind(client: Any, index: str, batch: Batch, run: str) -> tuple[pl.DataFrame, int]:
+class Retrying:
+    """The backoff of one batch's write: every wait (a refused item or request) counts against ``retries``."""
+
+    def __init__(
+        self, retries: int, wait: Callable[[int], float], sleep: Callable[[float], None] = time.sleep
+    ) -> None:
+        self.retries, self.wait, self.sleep = retries, wait, sleep
+        self.attempts = 0
+        #: Items refused with 429, and whole requests sent again, for the crawl's stats.
+        self.rejected = 0
+        self.retried = 0
+
+    def pause(self, why: str) -> None:
+        """Wait before the next try, or raise when the retries are spent."""
+        self.attempts += 1
+        if self.attempts > self.retries:
+            raise StoreError(f"Elasticsearch still refused after {self.retries} retries: {why}")
+        self.sleep(self.wait(self.attempts))
+
+    def call(self, request: Callable[[], _T]) -> _T:
+        """``request()``, sent again after the backoff while it fails in a way worth waiting out."""
+        from elasticsearch import ApiError, ConnectionError, ConnectionTimeout
+
+        while True:
+            try:
+                return request()
+            except (ConnectionError, ConnectionTimeout) as exc:
+                why = type(exc).__name__
+            except ApiError as exc:
+                if exc.meta.status not in _RETRY_STATUSES:
+                    raise
+                why = f"HTTP {exc.meta.status}"
+            self.retried += 1
+            self.pause(why)
+
+
+def write_kind(
+    client: Any, index: str, batch: Batch, run: str, retrying: Retrying | None = None
+) -> tuple[pl.DataFrame, int]:
     """Merge a batch of a declared kind into its index; the merged rows with ``new``/``repeat``, and
     how many keys were new (see the module docstring)."""
+    retrying = retrying or Retrying(0, lambda attempt: 0.0)
+    client = client.options(max_retries=0)  # the transport re-sends a 503 at once, with no backoff
     batch_type = type(batch)
     columns = list(stored_columns(batch_type))
     rows = collapse(batch_type, batch.frame).select(columns)
     rows = rows.with_columns(doc_ids(rows, batch_type.KEY).alias("_id"))
     done: list[pl.DataFrame] = []
     pending = rows
-    for _ in range(_ROUNDS):
-        if not pending.height:
+    conflict_rounds = 0
+    while pending.height:
+        if conflict_rounds == _ROUNDS:
             break
         ids = pending.get_column("_id").to_list()
-        docs = client.mget(index=index, ids=ids).body["docs"]
+        docs = retrying.call(lambda ids=ids: client.mget(index=index, ids=ids).body["docs"])
         merged = _merged(batch_type, pending, _stored_frame(docs, batch_type))
         body = bytearray()
         for row in merged.iter_rows(named=True):
@@ -173,17 +229,27 @@ def write_kind(client: Any, index: str, batch: Batch, run: str) -> tuple[pl.Data
             doc = {c: row[c] for c in columns if row[c] is not None}
             doc.update(first_run=row["first_run"] or run, last_run=run, trawl_key=row["_id"])
             body += orjson.dumps(doc) + b"\n"
-        answer = client.bulk(operations=bytes(body), filter_path="items.*.status,items.*.error").body
+        operations = bytes(body)
+        answer = retrying.call(
+            lambda ops=operations: client.bulk(operations=ops, filter_path=_BULK_FILTER).body
+        )
         statuses = [next(iter(item.values())) for item in answer.get("items", [])]
-        conflicts = [i for i, s in enumerate(statuses) if s.get("status") == 409]
-        failed = [s for s in statuses if s.get("status", 500) >= 300 and s.get("status") != 409]
+        conflicts = {i for i, s in enumerate(statuses) if s.get("status") == 409}
+        refused = {i for i, s in enumerate(statuses) if s.get("status") == 429}
+        failed = [s for s in statuses if s.get("status", 500) >= 300 and s.get("status") not in (409, 429)]
         if failed:
             raise StoreError(
                 f"Elasticsearch refused {len(failed)} {batch_type.kind} records: {failed[0].get('error')}"
             )
-        keep = pl.Series([i not in set(conflicts) for i in range(merged.height)])
+        again = conflicts | refused
+        keep = pl.Series([i not in again for i in range(merged.height)])
         done.append(merged.filter(keep))
         pending = rows.filter(pl.col("_id").is_in(merged.filter(~keep).get_column("_id").to_list()))
+        if refused:  # a busy cluster: wait, then merge what it refused again from a fresh read
+            retrying.rejected += len(refused)
+            retrying.pause(f"{len(refused)} {batch_type.kind} records refused with HTTP 429")
+        else:
+            conflict_rounds += 1
     if pending.height:
         raise StoreError(f"{pending.height} {batch_type.kind} records kept changing under other writers")
     whole = (

@@ -252,9 +252,20 @@ class ElasticsearchStore:
             if batch_type not in self._kind_indexes:
                 declared.ensure_index(self.client, index, batch_type)
                 self._kind_indexes.add(batch_type)
-            frame, new = declared.write_kind(self.client, index, batch, self.run) if len(batch) else (None, 0)
-            if ledger:
-                self.client.bulk(operations=ledger, filter_path="errors")
+            retrying = declared.Retrying(self.options.retries, self.options.wait)
+            try:
+                frame, new = (None, 0)
+                if len(batch):
+                    frame, new = declared.write_kind(self.client, index, batch, self.run, retrying)
+                if ledger:
+                    client = self.client.options(max_retries=0)
+                    retrying.call(lambda: client.bulk(operations=ledger, filter_path="errors"))
+            finally:
+                stats = self.context.stats
+                if retrying.rejected:
+                    stats.inc_value(statkeys.ELASTICSEARCH_REJECTED_429, retrying.rejected)
+                if retrying.retried:
+                    stats.inc_value(statkeys.ELASTICSEARCH_RETRIED_REQUESTS, retrying.retried)
         except StoreError:
             raise
         except Exception as exc:  # noqa: BLE001 - the cluster went away: stop the run in one line
