@@ -46,6 +46,8 @@ from trawl.sources.crates.api import ApiCrawl, ApiOptions
 from trawl.sources.crates.apifetch import Stop
 from trawl.sources.crates.bridge import UrlBridge
 from trawl.sources.crates.dump import DumpInfo, NotAnArchive, NotNewer, iso, read_dump, tar_members
+from trawl.sources.crates.history import SETTINGS as HISTORY_SETTINGS
+from trawl.sources.crates.history import HistoryBackfill, read_history_days
 from trawl.sources.crates.incremental import read_known
 from trawl.sources.crates.parquet import ParquetError
 from trawl.sources.crates.policy import API_ARGUMENTS, read_api_options
@@ -66,7 +68,7 @@ class CratesSpider(Source):
     """crates.io crates, versions and dependencies from the registry's daily db-dump or its API."""
 
     name = "crates"
-    extra_arguments = frozenset({"mode", "domain", "subs", *API_ARGUMENTS})
+    extra_arguments = frozenset({"mode", "domain", "subs", "history", *API_ARGUMENTS})
     in_crawl_all = False  # a 1.7 GiB download has no place in "all sources for a domain"
     #: One answer: the whole dump (1.7 GiB compressed in September 2026, growing).
     default_download_maxsize = 8 << 30
@@ -96,12 +98,15 @@ class CratesSpider(Source):
         "CRATES_USER_AGENT": Setting(
             "", text, "the User-Agent of the API modes: your application and a contact (email or URL)"
         ),
+        **HISTORY_SETTINGS,
     }
 
     mode: str = "dump"
     api: ApiOptions | None = None
     #: ``-a domain=``: the crates' URLs on it go to the URL store too (:mod:`.bridge`).
     bridge: UrlBridge | None = None
+    #: ``-a history=DAYS``: the per-day archive, after the mode (:mod:`.history`).
+    history: HistoryBackfill | None = None
 
     def configure_kind(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
         mode = str(arguments.get("mode") or "dump").strip().lower()
@@ -117,6 +122,11 @@ class CratesSpider(Source):
         self.batch_rows = int(self.setting(settings, "CRATES_BATCH_ROWS"))
         parquet = str(self.setting(settings, "CRATES_PARQUET_DIR") or "").strip()
         self.parquet_dir = Path(parquet).expanduser() if parquet else None
+        days = read_history_days(arguments)
+        if days:
+            archive = str(self.setting(settings, "CRATES_ARCHIVE_BASE_URL")).strip()
+            agent = " ".join(str(settings.get("CRATES_USER_AGENT") or "").split())
+            self.history = HistoryBackfill(self, days, archive, agent)
 
     def _configure_api(
         self, mode: str, settings: Mapping[str, Any], arguments: Mapping[str, Any]
@@ -166,6 +176,17 @@ class CratesSpider(Source):
         settings.set("DOWNLOAD_HANDLERS", handlers, priority="spider")
 
     async def start(self) -> AsyncIterator[Any]:
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            self.crawler.signals.connect(self._item_done, signal=signal)  # items_pending (dump, history)
+        async for item in self._start_mode():
+            yield item
+        if self.history is not None and not self.check_only and not is_stopping(self.crawler):
+            async for batch in self.history.run():
+                yield batch
+            await self._close_when_stored()
+
+    async def _start_mode(self) -> AsyncIterator[Any]:
+        """The mode's requests and batches (``dump``, ``api``, ``incremental``)."""
         if self.api is not None:
             async for batch in self._start_api(self.api):
                 yield batch
@@ -178,8 +199,6 @@ class CratesSpider(Source):
         self.logger.info("%s: fetching the db-dump %s", self.name, self.describe_url(self.dump_url))
         stream = BodyStream()
         self.crawler.signals.connect(self._stop_streaming, signal=signals.bytes_received)
-        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
-            self.crawler.signals.connect(self._item_done, signal=signal)
         # Not retried: a retry would start the archive again under a reader that is midway.
         meta = {STREAM: stream, "dont_retry": True}
         yield scrapy.Request(self.dump_url, callback=self.parse_dump, errback=self.on_dump_error, meta=meta)
