@@ -122,11 +122,11 @@ class KindTable:
         )
         self.upsert_staged = upsert
         match = " AND ".join(f"k.{_q(k)} = m.{_q(k)}" for k in self.key)
-        fields = ", ".join(f"'{c}', m.{_q(c)}" for c in self.columns)
+        # The subquery reads the table as the statement's snapshot saw it: before the merge.
         self.upsert_merged = (
             f"WITH merged AS ({upsert} RETURNING {', '.join(f't.{_q(c)}' for c in self.columns)})"
-            f" SELECT count(*), coalesce(json_agg(json_build_object({fields}, 'previous_run',"
-            f" (SELECT k.last_run FROM {self.table} AS k WHERE {match}))), '[]')::text FROM merged AS m"
+            f" SELECT count(*), coalesce(json_agg(x), '[]')::text FROM (SELECT m.*, (SELECT k.last_run"
+            f" FROM {self.table} AS k WHERE {match}) AS previous_run FROM merged AS m) AS x"
         )
 
     def create(self, con: psycopg.Connection, run: int, lock: int) -> None:
