@@ -462,7 +462,7 @@ def test_not_a_dump_is_one_error_line(workdir: Path) -> None:
     [
         (("-a", "crates=serde"), "-a crates= is an argument of -a mode=api or incremental, not of dump"),
         (("-a", "mode=zip"), "must be one of dump, api, incremental, got 'zip'"),
-        (("-a", "domain=example.com"), "unknown argument for the crates source: -a domain="),
+        (("-a", "filters=x"), "unknown argument for the crates source: -a filters="),
     ],
 )
 def test_bad_arguments_are_one_line_and_send_nothing(workdir: Path, arguments: tuple, message: str) -> None:

@@ -264,6 +264,7 @@ BAD = {
     "CRATES_BATCH_ROWS": "999",
     "CRATES_BASE_URL": "crates.io",
     "CRATES_API_PAGE_SIZE": "101",
+    "CRATES_ARCHIVE_BASE_URL": "static.crates.io/archive/version-downloads",
     "FILES_STORE": "sftp://host/folder",
     "RESPONSES_MAX_BYTES": "0",
     "RESPONSES_MAX_RUN_BYTES": "-1",

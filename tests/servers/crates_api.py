@@ -23,6 +23,8 @@ section h:
   an unknown crate is 404 ``crate `x` does not exist``.
 * ``GET /api/v1/crates/{name}/downloads``: ``version_downloads`` and ``meta.extra_downloads``.
 * ``GET /api/v1/crates/{name}/{version}/dependencies``; an unknown version is 404.
+* ``GET /archive/version-downloads/YYYY-MM-DD.csv``: the per-day archive of
+  version downloads older than the db-dump's 90 days (:attr:`archive`; S3's 404 otherwise).
 * No or an empty ``User-Agent`` (or ``Amazon CloudFront``): 403 with the real
   plain-text body; a User-Agent in :attr:`blocked_agents`: the blocked-crawler 403.
 * Faults a test switches on (:attr:`faults`, by path, used once each): a 429
@@ -127,6 +129,9 @@ class FakeCratesApi(LocalApiServer):
         self.faults: dict[str, deque[Reply]] = defaultdict(deque)
         self.blocked_agents: set[str] = set()
         self.request_id = 0
+        #: The per-day version-downloads archive (static.crates.io's ``/archive/version-downloads/``):
+        #: day (``YYYY-MM-DD``) -> the bytes of ``<day>.csv``; a day not here is a 404.
+        self.archive: dict[str, bytes] = {}
 
     def __enter__(self) -> FakeCratesApi:
         self.start()
@@ -151,8 +156,19 @@ class FakeCratesApi(LocalApiServer):
 
     # --- answers ----------------------------------------------------------------------------
 
+    @property
+    def archive_url(self) -> str:
+        return f"{self.base_url}/archive/version-downloads"
+
     def handle(self, request: RequestRecord) -> Reply:
         self.request_id += 1
+        if request.path.startswith("/archive/version-downloads/"):  # static files: no User-Agent rule
+            day = request.path.rsplit("/", 1)[-1].removesuffix(".csv")
+            if day not in self.archive:
+                return Reply(
+                    404, [("Content-Type", "application/xml")], b"<Error><Code>NoSuchKey</Code></Error>"
+                )
+            return Reply(200, [("Content-Type", "text/csv")], self.archive[day])
         agent = (request.header("User-Agent") or "").strip()
         if agent in ("", "Amazon CloudFront"):
             body = NO_USER_AGENT.replace("{}", f"req-{self.request_id}").encode()

@@ -18,5 +18,8 @@ Modules, each with one concern:
 * :mod:`.stream`: the download handler that streams the dump's body to the reading thread;
 * :mod:`.snapshot`: one dump as one snapshot (skip a dump not newer, stage, switch);
 * :mod:`.parquet`: the raw layer, a Parquet dataset per table partitioned by dump date;
+* :mod:`.history`, :mod:`.archive`: ``-a history=DAYS``, the per-day archive of version
+  downloads before the dump's 90 days (the fetch; one day's CSV, its kinds and Parquet);
+* :mod:`.bridge`: ``-a domain=``, the crates' URLs on a domain into the URL store;
 * :mod:`.spider`: the ``crates`` source (``trawl crawl crates``).
 """

@@ -40,10 +40,14 @@ from trawl.records.batches import Batch
 from trawl.run.counts import counted
 from trawl.run.stopping import is_stopping
 from trawl.settings_checks import Setting, http_url, text, whole
+from trawl.sources.arguments import parse_bool
 from trawl.sources.base import Source
 from trawl.sources.crates.api import ApiCrawl, ApiOptions
 from trawl.sources.crates.apifetch import Stop
+from trawl.sources.crates.bridge import UrlBridge
 from trawl.sources.crates.dump import DumpInfo, NotAnArchive, NotNewer, iso, read_dump, tar_members
+from trawl.sources.crates.history import SETTINGS as HISTORY_SETTINGS
+from trawl.sources.crates.history import HistoryBackfill, read_history_days
 from trawl.sources.crates.incremental import read_known
 from trawl.sources.crates.parquet import ParquetError
 from trawl.sources.crates.policy import API_ARGUMENTS, read_api_options
@@ -52,6 +56,7 @@ from trawl.sources.crates.snapshot import DumpLoad, newest_held
 from trawl.sources.crates.stream import STREAM, BodyStream
 from trawl.sources.crates.tables import DumpError
 from trawl.sources.crates.zipstream import zip_members
+from trawl.sources.target import parse_target
 
 STREAMING_HANDLER = "trawl.sources.crates.stream.StreamingDownloadHandler"
 DEFAULT_DUMP_URL = "https://static.crates.io/db-dump.tar.gz"
@@ -63,7 +68,7 @@ class CratesSpider(Source):
     """crates.io crates, versions and dependencies from the registry's daily db-dump or its API."""
 
     name = "crates"
-    extra_arguments = frozenset({"mode", *API_ARGUMENTS})
+    extra_arguments = frozenset({"mode", "domain", "subs", "history", *API_ARGUMENTS})
     in_crawl_all = False  # a 1.7 GiB download has no place in "all sources for a domain"
     #: One answer: the whole dump (1.7 GiB compressed in September 2026, growing).
     default_download_maxsize = 8 << 30
@@ -93,10 +98,15 @@ class CratesSpider(Source):
         "CRATES_USER_AGENT": Setting(
             "", text, "the User-Agent of the API modes: your application and a contact (email or URL)"
         ),
+        **HISTORY_SETTINGS,
     }
 
     mode: str = "dump"
     api: ApiOptions | None = None
+    #: ``-a domain=``: the crates' URLs on it go to the URL store too (:mod:`.bridge`).
+    bridge: UrlBridge | None = None
+    #: ``-a history=DAYS``: the per-day archive, after the mode (:mod:`.history`).
+    history: HistoryBackfill | None = None
 
     def configure_kind(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
         mode = str(arguments.get("mode") or "dump").strip().lower()
@@ -106,11 +116,17 @@ class CratesSpider(Source):
             )
         self.mode = mode
         self.api = self._configure_api(mode, settings, arguments)
+        self.bridge = self._configure_bridge(arguments)
         self.dump_url = str(self.setting(settings, "CRATES_DUMP_URL")).strip()
         self.expected = "a zip" if urlsplit(self.dump_url).path.endswith(".zip") else "a tar.gz"
         self.batch_rows = int(self.setting(settings, "CRATES_BATCH_ROWS"))
         parquet = str(self.setting(settings, "CRATES_PARQUET_DIR") or "").strip()
         self.parquet_dir = Path(parquet).expanduser() if parquet else None
+        days = read_history_days(arguments)
+        if days:
+            archive = str(self.setting(settings, "CRATES_ARCHIVE_BASE_URL")).strip()
+            agent = " ".join(str(settings.get("CRATES_USER_AGENT") or "").split())
+            self.history = HistoryBackfill(self, days, archive, agent)
 
     def _configure_api(
         self, mode: str, settings: Mapping[str, Any], arguments: Mapping[str, Any]
@@ -129,8 +145,26 @@ class CratesSpider(Source):
         options.per_page = int(self.setting(settings, "CRATES_API_PAGE_SIZE"))
         return options
 
+    def _configure_bridge(self, arguments: Mapping[str, Any]) -> UrlBridge | None:
+        """``-a domain=`` (and ``subs=``, as for the URL sources): the URL bridge, else None."""
+        domain = arguments.get("domain")
+        if domain in (None, ""):
+            if arguments.get("subs") not in (None, ""):
+                raise TrawlUsageError("-a subs= scopes -a domain=, which the crates source was not given")
+            return None
+        subs = parse_bool("subs", arguments.get("subs", True))
+        return UrlBridge(self.name, parse_target(str(domain), include_subdomains=subs))
+
     def run_inputs(self) -> dict[str, Any]:
-        return {**super().run_inputs(), "mode": self.mode}
+        inputs: dict[str, Any] = {**super().run_inputs(), "mode": self.mode}
+        if self.bridge is not None:  # the URL plugins' scope, and the run's domain in the store
+            inputs["target"] = self.bridge.target
+        return inputs
+
+    def bridged(self, batch: Batch) -> list[Batch]:
+        """``batch``, and the capture batch of its crates' URLs on ``-a domain=`` (:mod:`.bridge`)."""
+        captures = self.bridge.captures(batch) if self.bridge is not None else None
+        return [batch] if captures is None else [batch, captures]
 
     @classmethod
     def update_settings(cls, settings: Any) -> None:
@@ -142,6 +176,17 @@ class CratesSpider(Source):
         settings.set("DOWNLOAD_HANDLERS", handlers, priority="spider")
 
     async def start(self) -> AsyncIterator[Any]:
+        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
+            self.crawler.signals.connect(self._item_done, signal=signal)  # items_pending (dump, history)
+        async for item in self._start_mode():
+            yield item
+        if self.history is not None and not self.check_only and not is_stopping(self.crawler):
+            async for batch in self.history.run():
+                yield batch
+            await self._close_when_stored()
+
+    async def _start_mode(self) -> AsyncIterator[Any]:
+        """The mode's requests and batches (``dump``, ``api``, ``incremental``)."""
         if self.api is not None:
             async for batch in self._start_api(self.api):
                 yield batch
@@ -154,8 +199,6 @@ class CratesSpider(Source):
         self.logger.info("%s: fetching the db-dump %s", self.name, self.describe_url(self.dump_url))
         stream = BodyStream()
         self.crawler.signals.connect(self._stop_streaming, signal=signals.bytes_received)
-        for signal in (signals.item_scraped, signals.item_dropped, signals.item_error):
-            self.crawler.signals.connect(self._item_done, signal=signal)
         # Not retried: a retry would start the archive again under a reader that is midway.
         meta = {STREAM: stream, "dont_retry": True}
         yield scrapy.Request(self.dump_url, callback=self.parse_dump, errback=self.on_dump_error, meta=meta)
@@ -183,7 +226,8 @@ class CratesSpider(Source):
             options.user_agent,
         )
         async for batch in ApiCrawl(self, options, known).run():
-            yield batch
+            for item in self.bridged(batch):
+                yield item
         await self._close_when_stored()
 
     async def _close_when_stored(self) -> None:
@@ -278,8 +322,9 @@ class CratesSpider(Source):
                     return
                 if read is None:
                     break
-                self.items_pending += 1
-                yield load.staged_batch(self.name, read)
+                for item in self.bridged(load.staged_batch(self.name, read)):
+                    self.items_pending += 1
+                    yield item
             stream.close()
             if not await self._store_caught_up(everything=True):
                 self.logger.warning(

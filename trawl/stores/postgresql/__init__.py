@@ -4,6 +4,8 @@ the way a third-party store is; the shared store of distributed runs.
 * :mod:`.connection`: the URI checked, its password masked, the server probed at start;
 * :mod:`.schema`: the tables, and the merge rule as one ``INSERT ... ON CONFLICT`` statement;
 * :mod:`.merge`: a batch ``COPY``-ed into the staging table and merged;
+* :mod:`.kinds`: every declared record kind (``KEY``, ``MERGE``, ``NEWER``, staged
+  snapshots and their switch) in a table of its own, as the SQLite store keeps them;
 * :mod:`.writer`: the store's writer thread (the reactor never waits on the server);
 * :mod:`.store`: :class:`PostgresStore`, the contract's Protocols;
 * :mod:`.reading`: exports, ``trawl report``;

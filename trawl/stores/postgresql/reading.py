@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 import psycopg
 
-from trawl.records.batches import URL_SCHEMA, UrlBatch
+from trawl.records.batches import URL_SCHEMA, Batch, UrlBatch
 from trawl.records.runs import FIRST_SEEN_SCHEMA, RUNS_SCHEMA, covering_domains, empty_runs
 from trawl.settings_checks import read
 from trawl.stores.postgresql import connection
@@ -132,3 +132,14 @@ def read_first_seen(
             cursor.execute(sql, params)
             while rows := cursor.fetchmany(size):
                 yield pl.DataFrame(rows, schema=FIRST_SEEN_SCHEMA, orient="row")
+
+
+def stored_kind(uri: str, settings: Any, batch_type: type[Batch], columns: list[str]) -> pl.DataFrame:
+    """A declared kind's stored columns (:func:`trawl.stores.postgresql.kinds.kind_columns`), on a
+    read-only connection of its own; empty when the database holds no trawl tables yet."""
+    from trawl.stores.postgresql.kinds import kind_columns
+
+    with connected(uri, settings) as con:
+        if con is None:
+            return pl.DataFrame(schema={name: batch_type.SCHEMA[name] for name in columns})
+        return kind_columns(con, batch_type, columns)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import orjson
@@ -35,9 +35,10 @@ from trawl.errors import StoreError
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import Batch, UrlBatch
 from trawl.settings_checks import Setting, one_of, read, seconds
-from trawl.stores.contract import PartlyStored
-from trawl.stores.postgresql import connection, merge, reading
+from trawl.stores.contract import KEYED_KINDS, PartlyStored
+from trawl.stores.postgresql import connection, kinds, merge, reading
 from trawl.stores.postgresql.errors import RETRYABLE, describe, store_error
+from trawl.stores.postgresql.kinds import KindTable
 from trawl.stores.postgresql.schema import CLAIM_PAGES, SCHEMA, SCHEMA_LOCK, STAGING
 from trawl.stores.postgresql.writer import WriterThread
 from trawl.stores.writer import WritesOnThread
@@ -75,10 +76,10 @@ class _StoredBefore(Exception):  # noqa: N818 - a signal inside the store, not a
 
 
 class PostgresStore(WritesOnThread):
-    """URL records in a PostgreSQL database (see the module docstring)."""
+    """URL records, and those of declared kinds, in a PostgreSQL database (see the module docstring)."""
 
     settings_declared: ClassVar[dict[str, Setting]] = SETTINGS
-    kinds: ClassVar[frozenset[str]] = frozenset({"url"})
+    kinds: ClassVar[frozenset[str]] = frozenset({"url", KEYED_KINDS})
 
     @classmethod
     def check_uri(cls, uri: str) -> None:
@@ -102,6 +103,7 @@ class PostgresStore(WritesOnThread):
         self.run = 0
         self._last_batch_us = 0
         self._failed: str | None = None
+        self._tables: dict[type[Batch], KindTable] = {}
 
     # --- opening and closing -----------------------------------------------------------
 
@@ -198,7 +200,7 @@ class PostgresStore(WritesOnThread):
         """One transaction: the pages claimed, the rows staged and merged; (new URLs, pages stored before)."""
         con = self.connection
         assert con is not None, "store not open"
-        assert isinstance(batch, UrlBatch)
+        table = None if isinstance(batch, UrlBatch) else self._table(type(batch))
         params = {"source": batch.source, "run": self.run, "now": now}
         pages = batch.pages
         try:
@@ -210,18 +212,43 @@ class PostgresStore(WritesOnThread):
                         # This run stored the page before (a resumed run, a refetch):
                         # merging it again would count its captures twice. Rolled back.
                         raise _StoredBefore(claimed)
-                if not batch.frame.height:
+                if table is not None:
+                    written, new = table.write(con, batch.frame, self.run)
+                elif not batch.frame.height:
                     return 0, 0
-                merge.stage(con, batch.frame)
-                new, known = merge.merge(con, params, batch.frame.height)
+                else:
+                    merge.stage(con, batch.frame)
+                    new, known = merge.merge(con, params, batch.frame.height)
         except _StoredBefore as stored:
             if stored.claimed:
                 missing = len(pages) - stored.claimed
                 raise PartlyStored(f"{missing} of {len(pages)} pages stored before") from None
             batch.frame = batch.frame.with_columns(pl.lit(False).alias("new"), pl.lit(True).alias("repeat"))
             return 0, len(pages)
+        if table is not None:
+            self._switched(type(batch))
+            batch.frame = written
+            return new, 0
         batch.frame = merge.with_merged(batch.frame, known, self.run)
         return new, 0
+
+    def _table(self, batch_type: type[Batch]) -> KindTable:
+        """A declared kind's table (:mod:`.kinds`), made or completed the first time this store meets it,
+        in a transaction of its own (a batch tried again after a deadlock finds it made)."""
+        table = self._tables.get(batch_type)
+        if table is None:
+            table = KindTable(batch_type)
+            assert self.connection is not None
+            table.create(self.connection, self.run, SCHEMA_LOCK)
+            self._tables[batch_type] = table
+        return table
+
+    def _switched(self, batch_type: type[Batch]) -> None:
+        """After a ``SWITCHES`` batch committed: the kinds' staged tables are live ones now, and the
+        next load makes its staged tables anew."""
+        switched = set(batch_type.SWITCHES)
+        for known in [t for t in self._tables if t.kind in switched]:
+            del self._tables[known]
 
     def _next_batch_time(self) -> dt.datetime:
         """A time (whole microseconds, what ``timestamptz`` keeps) no earlier batch of this store used:
@@ -240,7 +267,31 @@ class PostgresStore(WritesOnThread):
         sql = "SELECT page, rows FROM pages WHERE run = %s AND source = %s"
         return {page: int(rows) for page, rows in self.connection.execute(sql, (self.run, source))}
 
+    def newest(self, batch_type: type[Batch], column: str) -> Any:
+        """The greatest ``column`` among a declared kind's live records (None: none yet): the
+        crates source asks for the newest db-dump loaded, to skip one that is not newer."""
+        assert self._writer is not None, "store not open"
+        return self._writer.call(lambda: kinds.newest(self._connected(), batch_type, column))
+
+    def read_kind(self, batch_type: type[Batch], columns: Sequence[str]) -> pl.DataFrame:
+        """Stored columns of a declared kind (:class:`~trawl.stores.contract.KindReadingStore`), read on
+        the writer's connection: what this run wrote so far included."""
+        assert self._writer is not None, "store not open"
+        return self._writer.call(lambda: kinds.kind_columns(self._connected(), batch_type, list(columns)))
+
+    def _connected(self) -> psycopg.Connection:
+        assert self.connection is not None, "store not open"
+        return self.connection
+
     # --- reading (exports, trawl report, trawl search; :mod:`.reading`) ---------------------
+
+    @classmethod
+    def read_stored_kind(
+        cls, uri: str, batch_type: type[Batch], columns: Sequence[str], settings: Any = None
+    ) -> pl.DataFrame:
+        """Stored columns of a declared kind, on a read-only connection of its own
+        (:class:`~trawl.stores.contract.KindReadableStore`: ``trawl crates``, the crates alerts)."""
+        return reading.stored_kind(uri, settings, batch_type, list(columns))
 
     @classmethod
     def read_runs(
