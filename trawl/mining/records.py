@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from trawl.mining.findings import FileFindings
-from trawl.records.batches import Batch
+from trawl.records.batches import Batch, UrlBatch
 
 ENDPOINT_SCHEMA = {
     "digest": pl.String,
@@ -75,6 +75,7 @@ class EndpointBatch(Batch):
     """Endpoints mined from stored responses, one row per (file, URL, method, use)."""
 
     __slots__ = ()
+    EXPORTED = False  # a responses run's -o is its index; `trawl endpoints` lists these
     kind = "endpoint"
     SCHEMA = ENDPOINT_SCHEMA
     KEY = ("digest", "endpoint", "method", "how")
@@ -85,6 +86,7 @@ class SecretBatch(Batch):
     """Secrets found in stored responses (``-a secrets=true``), stored in full."""
 
     __slots__ = ()
+    EXPORTED = False
     kind = "secret"
     SCHEMA = SECRET_SCHEMA
     KEY = ("digest", "rule", "value")
@@ -95,6 +97,7 @@ class MinedBatch(Batch):
     """Which file digests were mined (and with secrets or not): a rerun mines nothing twice."""
 
     __slots__ = ()
+    EXPORTED = False
     kind = "mined"
     SCHEMA = MINED_SCHEMA
     KEY = ("digest",)
@@ -112,6 +115,13 @@ class MinedFile:
     mime: str | None
     first_seen: str | None
     last_seen: str | None
+
+
+class MinedUrlBatch(UrlBatch):
+    """The in-scope URLs mining found: stored like any URLs, not in a responses run's ``-o``."""
+
+    __slots__ = ()
+    EXPORTED = False
 
 
 def joined(names: Iterable[str]) -> str:

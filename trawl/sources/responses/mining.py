@@ -39,6 +39,7 @@ from trawl.mining.records import (
     EndpointBatch,
     MinedBatch,
     MinedFile,
+    MinedUrlBatch,
     SecretBatch,
     endpoint_rows,
     frame,
@@ -48,7 +49,7 @@ from trawl.mining.records import (
 )
 from trawl.mining.work import Result, extractor
 from trawl.pipeline.manager import plugin_manager_from_settings
-from trawl.records.batches import UrlBatch
+from trawl.records.canonical import canonicalize_many
 from trawl.run.counts import counted
 from trawl.sources.responses import stats
 from trawl.sources.responses.records import ResponseBatch
@@ -231,27 +232,29 @@ class Miner:
         self.crawler.stats.inc_value(stats.MINE_FAILED, len(files))
         self.spider.record_error("mining", "mining %s failed: %s", counted(len(files), "file"), failure.value)
 
-    def _in_scope(self, endpoints: list[dict[str, object]]) -> UrlBatch | None:
-        """The endpoints' URLs on the target's hosts (http and https, no unknown parts), with the
-        file's captures as first and last seen; the other hosts counted for the summary."""
-        seen: dict[str, tuple[str, str | None, str | None]] = {}
-        for row in endpoints:
-            url, host = str(row["endpoint"]), row["host"]
-            if not isinstance(host, str) or not url.startswith(("http://", "https://")) or "EXPR" in url:
+    def _in_scope(self, endpoints: list[dict[str, object]]) -> MinedUrlBatch | None:
+        """The endpoints' URLs on the target's hosts, canonical (as the normalize hook makes every
+        source's), past the URL filters, first and last seen the file's captures; the other hosts
+        counted for the summary. URLs with an unknown part (``EXPR``) are not URLs yet: left out."""
+        raw = [str(r["endpoint"]) for r in endpoints]
+        urls, hosts = canonicalize_many(raw)
+        seen: dict[str, list[Any]] = {}
+        for row, url, host in zip(endpoints, urls, hosts, strict=True):
+            if url is None or host is None or "EXPR" in url:
                 continue
             if not self.spider.target.in_scope(host):
                 self.outside[host] += 1
                 continue
+            if not self.spider.filters.url_allowed(url):
+                continue
             first, last = row["first_seen"], row["last_seen"]
-            if url in seen:
-                _, old_first, old_last = seen[url]
-                first = min(filter(None, (old_first, first)), default=None)  # type: ignore[type-var]
-                last = max(filter(None, (old_last, last)), default=None)  # type: ignore[type-var]
-            seen[url] = (host, first, last)  # type: ignore[assignment]
+            known = seen.setdefault(url, [host, first, last])
+            known[1] = min(filter(None, (known[1], first)), default=None)
+            known[2] = max(filter(None, (known[2], last)), default=None)
         if not seen:
             return None
         values = list(seen.values())
-        return UrlBatch.from_columns(
+        return MinedUrlBatch.from_columns(
             self.spider.name,
             urls=list(seen),
             hosts=[v[0] for v in values],
