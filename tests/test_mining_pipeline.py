@@ -195,3 +195,22 @@ def test_bad_input_is_one_line(workdir: Path) -> None:
         result = run_scrapy(workdir, *args)
         assert result.returncode == 2, (args, result.stderr)
         assert result.stderr.startswith("trawl: error: ") and result.stderr.count("\n") == 1, result.stderr
+
+
+def test_saved_files_are_mined_too(workdir: Path, tmp_path: Path) -> None:
+    saved = tmp_path / "waymore" / "example.com"
+    saved.mkdir(parents=True)
+    (saved / "1234.js").write_bytes(V2)
+    (saved / "index.txt").write_text(
+        "1234,https://web.archive.org/web/20210101000000id_/https://example.com/app.js,2024-01-01\n"
+    )
+    with FakeReplayServer() as server:
+        result = crawl_responses(workdir, server, "-a", f"files={saved}")
+        assert server.requests == []
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stat("responses/mined") == "1"
+    assert query(workdir, "SELECT endpoint, first_seen FROM endpoint_records ORDER BY endpoint") == [
+        ("https://cdn.other.net/lib.js", "20210101000000"),
+        ("https://example.com/api/v1/users?id=1", "20210101000000"),
+        ("https://example.com/api/v2/orders?page=2&sort=asc", "20210101000000"),
+    ]
