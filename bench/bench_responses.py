@@ -139,10 +139,11 @@ def mining_only(count: int) -> None:
         print(json.dumps(mining_figures(root, paths), indent=2))
 
 
-def crawl_stat(log: str, name: str) -> int:
-    """A stat from the crawl's stats dump (0 when absent)."""
-    found = re.search(rf"'{re.escape(name)}': (\d+)", log)
-    return int(found.group(1)) if found else 0
+def crawl_mining(log: str) -> dict[str, int]:
+    """What the crawl's mining line says: ``mined N files (B bytes; ...): E endpoints``."""
+    found = re.search(r"mined ([\d,]+) files? \(([\d,]+) bytes;[^)]*\): ([\d,]+) endpoint", log)
+    values = [int(v.replace(",", "")) for v in found.groups()] if found else [0, 0, 0]
+    return dict(zip(("crawl_mined_files", "crawl_mined_bytes", "crawl_endpoints"), values, strict=True))
 
 
 def trawl(workdir: Path, *args: str) -> subprocess.Popen:
@@ -224,9 +225,7 @@ def main() -> None:
         "stored_mb_per_second": round(size / crawl_seconds / 1e6, 2),
         "served_mb_per_second": round(served / crawl_seconds / 1e6, 2),
         "peak_rss_mb": round(peak, 1),
-        "crawl_mined_files": crawl_stat(err, "responses/mined"),
-        "crawl_mined_bytes": crawl_stat(err, "responses/mined_bytes"),
-        "crawl_endpoints": crawl_stat(err, "responses/endpoints"),
+        **crawl_mining(err),
         **mining,
     }
     assert len(written) == digests == len(replays), report

@@ -214,3 +214,21 @@ def test_saved_files_are_mined_too(workdir: Path, tmp_path: Path) -> None:
         ("https://example.com/api/v1/users?id=1", "20210101000000"),
         ("https://example.com/api/v2/orders?page=2&sort=asc", "20210101000000"),
     ]
+
+
+def test_a_later_capture_of_a_mined_file_widens_its_span_without_mining(workdir: Path) -> None:
+    with archive() as server:
+        store_urls(workdir, server)
+        first = crawl_responses(workdir, server, "-a", "to_date=2022")
+        assert first.returncode == 0, first.stderr[-3000:]
+        later = crawl_responses(workdir, server)  # the 2023 capture shares the 2022 file
+        assert later.returncode == 0, later.stderr[-3000:]
+    v3 = content_digest(V3)
+    spans = query(
+        workdir, f"SELECT DISTINCT first_seen, last_seen FROM endpoint_records WHERE digest = '{v3}'"
+    )
+    assert spans == [("20220101000000", "20230101000000")]
+    assert later.stat("responses/mined") is None and later.stat("responses/widened") == "1"
+    assert query(workdir, f"SELECT first_seen, last_seen FROM mined_records WHERE digest = '{v3}'") == [
+        ("20220101000000", "20230101000000")
+    ]

@@ -10,7 +10,7 @@ index, and any store that keeps keyed kinds keeps them without code of its own.
   latest capture timestamps of the captures that share the file's digest.
 * ``secret``: a match of a secret pattern in a file, stored in full (the user asked
   with ``-a secrets=true``); the logs only ever show :func:`mask` of it.
-* ``mined``: one row per file digest mined, so a rerun mines nothing twice; its
+* ``mined``: one row per file digest mined (with its captures' span), so a rerun mines nothing twice; its
   ``params`` (names not tied to one endpoint: JSON keys, input names) feed
   ``trawl params``. ``secrets`` (``max``) says whether secrets were looked for,
   so a later ``-a secrets=true`` run mines the files mined without them again.
@@ -66,6 +66,8 @@ MINED_SCHEMA = {
     "params": pl.String,
     "path": pl.String,
     "file_host": pl.String,
+    "first_seen": pl.String,
+    "last_seen": pl.String,
 }
 
 _SPAN = {"first_seen": "min", "last_seen": "max"}
@@ -101,7 +103,9 @@ class MinedBatch(Batch):
     kind = "mined"
     SCHEMA = MINED_SCHEMA
     KEY = ("digest",)
-    MERGE = {"secrets": "max"}
+    #: The span is that of the captures known when the file was mined, widened since
+    #: (:mod:`trawl.mining.spans`): what a later capture of the same digest is compared with.
+    MERGE = {"secrets": "max", **_SPAN}
 
 
 @dataclass(frozen=True, slots=True)
@@ -199,6 +203,8 @@ def mined_row(file: MinedFile, findings: FileFindings | None, secrets: bool) -> 
         "params": joined(findings.params) if findings is not None else "",
         "path": file.path,
         "file_host": file.host,
+        "first_seen": file.first_seen,
+        "last_seen": file.last_seen,
     }
 
 

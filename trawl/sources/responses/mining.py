@@ -30,6 +30,7 @@ import polars as pl
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
+from twisted.internet import threads
 
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.mining.records import (
@@ -47,6 +48,7 @@ from trawl.mining.records import (
     mined_row,
     secret_rows,
 )
+from trawl.mining.spans import Span, read_widened, wider
 from trawl.mining.work import Result, extractor
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.records.canonical import canonicalize_many
@@ -97,6 +99,12 @@ class Miner:
         self.root = local_root(str(settings.get("FILES_STORE") or ""))
         #: digest -> were secrets looked for (the ``mined`` records, and this run's).
         self.mined: dict[str, bool] = {}
+        #: digest -> the captures' span its records were stored with (:mod:`trawl.mining.spans`).
+        self.stored_spans: dict[str, Span] = {}
+        #: digests mined before (or in flight) that this run met captures of: their span may grow.
+        self.touched: set[str] = set()
+        self.widening = False
+        self.closing = False
         #: digest -> (first capture, last capture) of every capture of it this run met.
         self.spans: dict[str, tuple[str, str]] = {}
         #: digest -> (path, url, host, mime, length) queued for the pool.
@@ -121,11 +129,15 @@ class Miner:
         uri = str(settings.get("STORE_URI") or "").strip()
         try:
             klass: Any = store_class(uri, plugin_manager_from_settings(settings), needs=("read_kinds",))
-            done = klass.read_stored_kind(uri, MinedBatch, ["digest", "secrets"], settings)
+            columns = ["digest", "secrets", "first_seen", "last_seen"]
+            done = klass.read_stored_kind(uri, MinedBatch, columns, settings)
         except TrawlError as exc:
             self.spider.record_error("store", "cannot read which files were mined: %s", exc)
             return False
-        self.mined = {d: bool(s) for d, s in done.iter_rows()}
+        self.klass, self.uri = klass, uri
+        for digest, secrets, first, last in done.iter_rows():
+            self.mined[digest] = bool(secrets)
+            self.stored_spans[digest] = (first or "", last or "")
         self.crawler.stats.set_value(stats.MINED_BEFORE, len(self.mined))
         self.crawler.signals.connect(self.on_item, signal=signals.item_scraped)
         self.crawler.signals.connect(self.on_idle, signal=signals.spider_idle)
@@ -154,15 +166,47 @@ class Miner:
             if self.wanted(digest):
                 host = row.get("host") or urlsplit(row["url"]).hostname or ""
                 self.queue[digest] = (row["path"], row["url"], host, row.get("mime"), row.get("length") or 0)
+            elif digest not in self.queue:
+                self.touched.add(digest)
         while len(self.queue) >= self.batch_files:
             self.flush()
 
     def on_idle(self, **_: Any) -> None:
-        """Keep the run open while files wait or are mined; send what waits."""
+        """Keep the run open while files wait or are mined; send what waits; then widen the spans
+        of files mined before whose captures this run extended."""
         if self.queue:
             self.flush()
-        if self.queue or self.in_flight or self.emitting:
+        if self.queue or self.in_flight or self.emitting or self.widening:
             raise DontCloseSpider
+        spans = {}
+        for digest in self.touched:
+            span = wider(self.stored_spans.get(digest), self.spans[digest])
+            if span is not None:
+                spans[digest] = span
+        self.touched.clear()
+        if not spans:
+            return
+        self.widening = True
+        read = threads.deferToThread(read_widened, self.klass, self.uri, self.crawler.settings, spans)
+        read.addCallback(self._widened, spans)
+        read.addErrback(self._widen_failed)
+        raise DontCloseSpider
+
+    def _widened(self, found: tuple[pl.DataFrame, ...], spans: dict[str, Span]) -> None:
+        endpoints, secrets, mined = found
+        self.widening = False
+        self.stored_spans.update(spans)
+        self.crawler.stats.inc_value(stats.WIDENED, len(spans))
+        name = self.spider.name
+        if endpoints.height:
+            self._emit(EndpointBatch(name, endpoints))
+        if secrets.height:
+            self._emit(SecretBatch(name, secrets))
+        self._emit(MinedBatch(name, mined))
+
+    def _widen_failed(self, failure: Any) -> None:
+        self.widening = False
+        self.spider.record_error("store", "cannot read the mined records back: %s", failure.value)
 
     def flush(self) -> None:
         """Up to ``MINING_BATCH_FILES`` queued files to the pool, as one batch."""
@@ -194,6 +238,7 @@ class Miner:
         for file, (_, findings, why) in zip(files, results, strict=True):
             self.in_flight.discard(file.digest)
             self.mined[file.digest] = self.secrets
+            self.stored_spans[file.digest] = (file.first_seen or "", file.last_seen or "")
             if findings is None:
                 stat.inc_value(stats.MINE_FAILED)
                 logger.warning("%s: cannot mine %s (%s): %s", self.spider.name, file.path, file.url, why)
@@ -229,6 +274,7 @@ class Miner:
         """The pool itself failed (a worker killed): the batch is not mined, a rerun tries again."""
         for file in files:
             self.in_flight.discard(file.digest)
+            self.touched.discard(file.digest)
         self.crawler.stats.inc_value(stats.MINE_FAILED, len(files))
         self.spider.record_error("mining", "mining %s failed: %s", counted(len(files), "file"), failure.value)
 
@@ -267,6 +313,8 @@ class Miner:
 
     def _emit(self, batch: Any) -> None:
         """Into the item pipeline as an item from ``start()`` goes; the engine looks again when done."""
+        if self.closing:  # the engine is closing: a rerun mines (or widens) these files again
+            return
         scraper = self.crawler.engine.scraper
         self.emitting += 1
 
@@ -282,6 +330,7 @@ class Miner:
 
     def close(self) -> None:
         """The summary line, then the workers stopped."""
+        self.closing = True
         value = self.crawler.stats.get_value
         hosts = sum(1 for _ in self.outside)
         top = ", ".join(f"{host} {count}" for host, count in self.outside.most_common(5))

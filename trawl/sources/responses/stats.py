@@ -25,3 +25,4 @@ ENDPOINTS = "responses/endpoints"  #: endpoint records found
 SECRETS = "responses/secrets"  #: secrets found (-a secrets=true)
 OUT_OF_SCOPE = "responses/out_of_scope"  #: endpoints on hosts outside the target
 OUT_OF_SCOPE_HOSTS = "responses/out_of_scope_hosts"  #: distinct hosts of those
+WIDENED = "responses/widened"  #: digests mined before whose captures' span this run widened
