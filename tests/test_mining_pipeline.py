@@ -232,3 +232,47 @@ def test_a_later_capture_of_a_mined_file_widens_its_span_without_mining(workdir:
     assert query(workdir, f"SELECT first_seen, last_seen FROM mined_records WHERE digest = '{v3}'") == [
         ("20220101000000", "20230101000000")
     ]
+
+
+def test_captures_all_keeps_each_runs_first_and_last_capture() -> None:
+    import polars as pl
+
+    from trawl.pipeline.filters import FilterConfig
+    from trawl.sources.responses.captures import choose
+
+    found = pl.DataFrame(
+        {
+            "url": [APP] * 6,
+            "timestamp": [f"20{y}0101000000" for y in (10, 11, 12, 13, 14, 15)],
+            "status": ["200"] * 6,
+            "mime": ["application/javascript"] * 6,
+            "digest": ["A", "A", "A", "B", "A", "A"],
+            "length": ["1"] * 6,
+        }
+    )
+    kept = choose(found, "all", FilterConfig())
+    assert kept.select("timestamp", "digest").rows() == [
+        ("20100101000000", "A"),
+        ("20120101000000", "A"),
+        ("20130101000000", "B"),
+        ("20140101000000", "A"),
+        ("20150101000000", "A"),
+    ]
+
+
+def test_history_of_a_content_that_comes_back_and_of_a_file_not_mined() -> None:
+    import polars as pl
+
+    from trawl.mining.history import history
+
+    endpoints = pl.DataFrame(
+        {"digest": ["A", "B", "B"], "endpoint": ["/x", "/x", "/y"], "method": ["", "POST", ""]}
+    )
+    steps = history([("3", "A"), ("1", "A"), ("2", "B"), ("4", "C"), ("5", "A")], endpoints, {"A", "B"})
+    assert [(s.first, s.last, s.mined, s.appeared, s.disappeared) for s in steps] == [
+        ("1", "1", True, ["/x"], []),
+        ("2", "2", True, ["/y", "POST /x"], ["/x"]),
+        ("3", "3", True, ["/x"], ["/y", "POST /x"]),
+        ("4", "4", False, [], []),
+        ("5", "5", True, [], []),
+    ]
