@@ -23,7 +23,7 @@ from typing import Any
 
 from twisted.internet.defer import Deferred
 
-from trawl.mining.work import Job, Result, mine_files
+from trawl.mining.work import Job, Result, ignore_interrupts, mine_files
 
 
 def default_processes() -> int:
@@ -40,7 +40,9 @@ class MiningPool:
     def __init__(self, processes: int = 0) -> None:
         self.processes = processes or default_processes()
         context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
-        self.executor = ProcessPoolExecutor(max_workers=self.processes, mp_context=context)
+        self.executor = ProcessPoolExecutor(
+            max_workers=self.processes, mp_context=context, initializer=ignore_interrupts
+        )
         self.in_flight = 0
 
     def mine(

@@ -26,6 +26,14 @@ Job = tuple[str, str, str, "str | None"]
 Result = tuple[str, "FileFindings | None", "str | None"]
 
 
+def ignore_interrupts() -> None:
+    """A worker's initializer: Ctrl-C is the crawl's to handle (it stops, then stops the pool);
+    a worker that took it too would die mid-batch with a traceback on the terminal."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 @cache
 def extractor(dotted: str) -> Callable[..., FileFindings]:
     """The function a dotted name (``package.module.function``) names, imported once per worker."""

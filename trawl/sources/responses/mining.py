@@ -275,6 +275,8 @@ class Miner:
         for file in files:
             self.in_flight.discard(file.digest)
             self.touched.discard(file.digest)
+        if self.closing:  # stopped mid-batch: a rerun mines these files
+            return
         self.crawler.stats.inc_value(stats.MINE_FAILED, len(files))
         self.spider.record_error("mining", "mining %s failed: %s", counted(len(files), "file"), failure.value)
 
