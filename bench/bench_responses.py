@@ -12,7 +12,14 @@ off, ``SOURCE_CONCURRENCY`` 16; its peak RSS is read from ``/proc``
 replays the server logged (each digest once), the crawl's time (its last line)
 and the process's, archived files/s, MB/s stored, peak RSS.
 
-    python bench/bench_responses.py [--files N] [--concurrency N]
+Mining (issue 18 item 3): the crawl mines what it stores (its ``responses/mined``
+stats are reported); then the files written are mined again outside the crawl by
+the same worker function (:func:`trawl.mining.work.mine_files`) in a process pool
+of 1 and of 2 processes, batches of ``MINING_BATCH_FILES`` (32): MB/s mined,
+per core, and the pool's speedup. ``--mining-only`` skips the crawl and mines N
+generated files of the same sizes (the quick way to measure the readers).
+
+    python bench/bench_responses.py [--files N] [--concurrency N] [--mining-only]
 """
 
 from __future__ import annotations
@@ -89,6 +96,56 @@ def build(count: int) -> tuple[FakeReplayServer, int, int]:
     return server, len(seen), unique_bytes
 
 
+def mining_figures(root: Path, paths: list[str], batch: int = 32) -> dict[str, float]:
+    """Mine ``paths`` (under ``root``) in a pool of 1 process, then of 2: MB/s, per core, speedup."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+
+    from trawl.mining.work import DEFAULT_EXTRACTOR, mine_files
+
+    jobs = [(str(n), p, f"https://example.com/{p}", "application/javascript") for n, p in enumerate(paths)]
+    chunks = [jobs[i : i + batch] for i in range(0, len(jobs), batch)]
+    size = sum((root / p).stat().st_size for p in paths)
+    work = partial(mine_files, root=str(root), secrets=False, dotted=DEFAULT_EXTRACTOR, max_bytes=100 << 20)
+    figures: dict[str, float] = {"mined_files": len(paths), "mined_mb": round(size / 1e6, 2)}
+    seconds = {}
+    for processes in (1, 2):
+        context = multiprocessing.get_context("forkserver")
+        with ProcessPoolExecutor(processes, mp_context=context) as pool:
+            list(pool.map(work, [[]] * processes * 2))  # the workers started and the reader imported
+            started = time.perf_counter()
+            endpoints = sum(len(f.endpoints) for result in pool.map(work, chunks) for _, f, _ in result if f)
+            seconds[processes] = time.perf_counter() - started
+        figures[f"mined_mb_per_second_{processes}_process"] = round(size / seconds[processes] / 1e6, 2)
+    figures["mined_mb_per_second_per_core"] = round(figures["mined_mb_per_second_2_process"] / 2, 2)
+    figures["pool_speedup_2_vs_1"] = round(seconds[1] / seconds[2], 2)
+    figures["endpoints_found"] = endpoints
+    return figures
+
+
+def mining_only(count: int) -> None:
+    """``--mining-only``: ``count`` generated files of the bench's sizes, mined by the pool."""
+    with tempfile.TemporaryDirectory(prefix="bench-mining-") as tmp:
+        root = Path(tmp)
+        paths = []
+        for number in range(count):
+            pick = (number * 7919 % 100) / 100
+            size = SIZES[0][1] if pick < 0.70 else SIZES[1][1] if pick < 0.95 else SIZES[2][1]
+            path = f"example.com/{number}.js"
+            (root / "example.com").mkdir(exist_ok=True)
+            (root / path).write_bytes(body_for(number, size))
+            paths.append(path)
+        print(json.dumps(mining_figures(root, paths), indent=2))
+
+
+def crawl_mining(log: str) -> dict[str, int]:
+    """What the crawl's mining line says: ``mined N files (B bytes; ...): E endpoints``."""
+    found = re.search(r"mined ([\d,]+) files? \(([\d,]+) bytes;[^)]*\): ([\d,]+) endpoint", log)
+    values = [int(v.replace(",", "")) for v in found.groups()] if found else [0, 0, 0]
+    return dict(zip(("crawl_mined_files", "crawl_mined_bytes", "crawl_endpoints"), values, strict=True))
+
+
 def trawl(workdir: Path, *args: str) -> subprocess.Popen:
     """A trawl command; its log to ``log.txt`` (a pipe nobody reads while it runs would fill and stall it)."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), TRAWL_STORE_URI="sqlite:///trawl.db")
@@ -106,7 +163,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=10_000, help="archived files (default 10000)")
     parser.add_argument("--concurrency", type=int, default=16, help="SOURCE_CONCURRENCY of the run")
+    parser.add_argument("--mining-only", action="store_true", help="no crawl: mine N generated files")
     opts = parser.parse_args()
+    if opts.mining_only:
+        mining_only(opts.files)
+        return
     server, digests, unique_bytes = build(opts.files)
     with tempfile.TemporaryDirectory(prefix="bench-responses-") as tmp, server:
         workdir = Path(tmp)
@@ -149,6 +210,9 @@ def main() -> None:
         size = sum(p.stat().st_size for p in written)
         replays = server.downloads()
         served = sum(server.mementos.plan[url][1] for _, url in replays)  # type: ignore[attr-defined]
+        mining = mining_figures(
+            workdir / "files", [p.relative_to(workdir / "files").as_posix() for p in written]
+        )
     report = {
         "files_archived": opts.files,
         "distinct_digests": digests,
@@ -161,6 +225,8 @@ def main() -> None:
         "stored_mb_per_second": round(size / crawl_seconds / 1e6, 2),
         "served_mb_per_second": round(served / crawl_seconds / 1e6, 2),
         "peak_rss_mb": round(peak, 1),
+        **crawl_mining(err),
+        **mining,
     }
     assert len(written) == digests == len(replays), report
     assert size == unique_bytes, report

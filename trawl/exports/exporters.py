@@ -8,8 +8,10 @@ and so are URLs a file appended to (``-o``) holds already
 (:mod:`trawl.exports.append`). A batch of another record kind is written if
 its type says how (``export_frame()``: the rows of ``jsonl`` and ``csv``;
 ``export_urls()``: the lines of ``txt``), as the ``probe`` kind does
-(:mod:`trawl.sources.probe.records`), and skipped otherwise. Non-batch items fall back
-to Scrapy's behaviour for that format.
+(:mod:`trawl.sources.probe.records`), and skipped otherwise. A batch whose type
+says ``EXPORTED = False`` is never written (mining's records and URLs in a
+responses run: its ``-o`` is the response index, as before mining). Non-batch
+items fall back to Scrapy's behaviour for that format.
 """
 
 from __future__ import annotations
@@ -33,6 +35,11 @@ def record_frame(batch: UrlBatch) -> pl.DataFrame:
     return batch.first_in_run().select(_RECORD)
 
 
+def not_exported(item: Any) -> bool:
+    """A batch whose kind says it is stored, not exported (``EXPORTED = False``)."""
+    return isinstance(item, Batch) and getattr(type(item), "EXPORTED", True) is False
+
+
 def kind_frame(item: Any) -> pl.DataFrame | None:
     """The rows a batch of another record kind exports (``None``: not such a batch; empty: none)."""
     if not isinstance(item, Batch) or isinstance(item, UrlBatch):
@@ -54,6 +61,8 @@ class UrlListExporter(BaseItemExporter):
         self.known = known_urls(file, "txt")
 
     def export_item(self, item: Any) -> None:
+        if not_exported(item):
+            return
         if isinstance(item, UrlBatch):
             urls = unseen(item.first_in_run().select("url"), self.known).get_column("url")
             if len(urls):
@@ -77,6 +86,8 @@ class RecordJsonLinesExporter(JsonLinesItemExporter):
         self.known = known_urls(file, "jsonl")
 
     def export_item(self, item: Any) -> None:
+        if not_exported(item):
+            return
         other = kind_frame(item)
         if other is not None:
             if other.height:
@@ -105,6 +116,8 @@ class RecordCsvExporter(CsvItemExporter):
             self._headers_not_written = False  # the file has its header row
 
     def export_item(self, item: Any) -> None:
+        if not_exported(item):
+            return
         other = kind_frame(item)
         if other is not None:
             self._write_frame(other)

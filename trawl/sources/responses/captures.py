@@ -10,7 +10,11 @@ redirect or an error page is not a response worth mining.
 The choice (``-a captures=``):
 
 * ``latest`` (default): the newest capture;
-* ``all``: the first capture of every distinct digest (when that content appeared);
+* ``all``: every distinct content, with the first and the last capture of each run
+  of identical captures (A A A B A keeps A1 A3 B A5): a digest is still
+  downloaded once, and the index knows when each content appeared, how long it
+  stayed and when it came back, which mining's first/last seen and
+  ``trawl endpoints --history`` read; the captures in between add nothing;
 * ``yearly``: the newest capture of each year.
 """
 
@@ -68,7 +72,10 @@ def choose(frame: pl.DataFrame, mode: str, filters: FilterConfig) -> pl.DataFram
     if mode == "latest":
         return frame.tail(1)
     if mode == "all":
-        return frame.unique("digest", keep="first", maintain_order=True)
+        digest = pl.col("digest").fill_null("")
+        starts = digest != digest.shift(1).fill_null("\0")
+        ends = digest != digest.shift(-1).fill_null("\0")
+        return frame.filter(starts | ends)
     year = pl.col("timestamp").str.slice(0, 4)
     return (
         frame.with_columns(year.alias("_year"))

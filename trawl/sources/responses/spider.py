@@ -39,18 +39,20 @@ from twisted.internet import threads
 from twisted.python.failure import Failure
 
 from trawl.errors import StoreError, TrawlError, TrawlUsageError
+from trawl.mining.work import DEFAULT_EXTRACTOR
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.ratelimit import source_rate
 from trawl.politeness.rates import parse_rate
 from trawl.run.counts import counted
 from trawl.search import And, Node, parse
 from trawl.settings_checks import Setting, text, whole
-from trawl.sources.arguments import parse_int
+from trawl.sources.arguments import parse_bool, parse_int
 from trawl.sources.base import SourceSpider
 from trawl.sources.cdx.wayback import WaybackSpider
 from trawl.sources.responses import stats
 from trawl.sources.responses.captures import MODES, cdx_params, choose, read_captures
 from trawl.sources.responses.local import LocalCounts, read_folder, read_warc
+from trawl.sources.responses.mining import Miner, check_extractor
 from trawl.sources.responses.naming import clean_digest
 from trawl.sources.responses.records import ResponseBatch
 from trawl.sources.responses.replay import replay_url
@@ -76,7 +78,7 @@ class ResponsesSpider(SourceSpider):
 
     name = "responses"
     in_crawl_all = False  # it reads what the URL sources stored: run it after them, by name
-    extra_arguments = frozenset({"query", "limit", "captures", "files", "warc"})
+    extra_arguments = frozenset({"query", "limit", "captures", "files", "warc", "mine", "secrets"})
     # The replay service's own budget: the Internet Archive's hard limit for mementos is
     # 600 a minute, and its staff ask clients to stay at 80% (edgi-govdata-archiving/wayback).
     default_rate_limit = "480/60s"
@@ -98,6 +100,11 @@ class ResponsesSpider(SourceSpider):
         ),
         "WAYBACK_CDX_PATH": WaybackSpider.settings_declared["WAYBACK_CDX_PATH"],
         "RESPONSES_QUERY": Setting("", text, "the search query choosing URLs when -a query= is not given"),
+        "MINING_PROCESSES": Setting(0, whole(0, 256), "processes mining stored files (0: every core)"),
+        "MINING_BATCH_FILES": Setting(32, whole(1, 100_000), "files a mining worker gets at a time"),
+        "MINING_EXTRACTOR": Setting(
+            DEFAULT_EXTRACTOR, check_extractor, "the function that mines one file (extract_file's signature)"
+        ),
     }
 
     query_node: Node
@@ -105,6 +112,9 @@ class ResponsesSpider(SourceSpider):
     url_limit: int = 0
     files: Path | None = None
     warc: Path | None = None
+    mine: bool = True
+    secrets: bool = False
+    miner: Miner | None = None
 
     @classmethod
     def update_settings(cls, settings: Any) -> None:
@@ -124,6 +134,10 @@ class ResponsesSpider(SourceSpider):
             raise TrawlUsageError(f"-a captures= takes one of {', '.join(MODES)}, got {self.mode!r}")
         self.files = self._local_path(arguments, "files", folder=True)
         self.warc = self._local_path(arguments, "warc", folder=False)
+        self.mine = parse_bool("mine", arguments.get("mine", True))
+        self.secrets = parse_bool("secrets", arguments.get("secrets", False))
+        if self.secrets and not self.mine:
+            raise TrawlUsageError("-a secrets=true looks for secrets while mining: not with -a mine=false")
         if not str(settings.get("STORE_URI") or "").strip():
             raise TrawlUsageError("the responses source keeps its index in a store: set STORE_URI")
         self.max_bytes = int(self.setting(settings, "RESPONSES_MAX_BYTES"))
@@ -143,13 +157,22 @@ class ResponsesSpider(SourceSpider):
         return path
 
     def run_inputs(self) -> dict[str, Any]:
-        return {**super().run_inputs(), "query": self.query_text, "captures": self.mode}
+        return {
+            **super().run_inputs(),
+            "query": self.query_text,
+            "captures": self.mode,
+            "mine": self.mine,
+            "secrets": self.secrets,
+        }
 
     # --- the run -----------------------------------------------------------------------------
 
     async def start(self) -> AsyncIterator[Any]:
         self.log_target()
         self.local_counts = LocalCounts()
+        if self.mine and not self.check_only:
+            miner = Miner(self, self.secrets)
+            self.miner = miner if miner.open() else None
         if self.files is not None or self.warc is not None:
             async for batch in self._local():
                 yield batch
@@ -297,7 +320,9 @@ class ResponsesSpider(SourceSpider):
         super().on_request_error(failure)
 
     def closed(self, reason: str) -> None:
-        """The summary: what was stored, shared, found missing."""
+        """The summary: what was stored, shared, found missing, and what mining found."""
+        if self.miner is not None:
+            self.miner.close()
         super().closed(reason)
         value = self.crawler.stats.get_value
         self.logger.info(

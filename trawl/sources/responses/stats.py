@@ -17,3 +17,12 @@ TOO_BIG = "responses/too_big"  #: captures over RESPONSES_MAX_BYTES
 OVER_RUN_CAP = "responses/over_run_cap"  #: captures left out once RESPONSES_MAX_RUN_BYTES was reached
 UNSAFE = "responses/unsafe_path"  #: files not written: the path went through a symlink
 LOCAL_SKIPPED = "responses/local_skipped"  #: local entries skipped (out of scope, unreadable, links)
+MINED = "responses/mined"  #: files mined in this run
+MINED_BYTES = "responses/mined_bytes"  #: bytes of the files mined
+MINED_BEFORE = "responses/mined_before"  #: digests an earlier run mined (not mined again)
+MINE_FAILED = "responses/mine_failed"  #: files that could not be mined (unreadable, a reader's error)
+ENDPOINTS = "responses/endpoints"  #: endpoint records found
+SECRETS = "responses/secrets"  #: secrets found (-a secrets=true)
+OUT_OF_SCOPE = "responses/out_of_scope"  #: endpoints on hosts outside the target
+OUT_OF_SCOPE_HOSTS = "responses/out_of_scope_hosts"  #: distinct hosts of those
+WIDENED = "responses/widened"  #: digests mined before whose captures' span this run widened

@@ -1,0 +1,74 @@
+"""The mining process pool, bridged to Twisted: the reactor thread never parses.
+
+Mining is CPU (issue 18 item 3): tree-sitter, an HTML parser and regexes over
+megabytes of JavaScript. In the crawl's process it would stall downloads and
+store writes for as long as a file takes, and use one core. So whole batches of
+files go to a :class:`concurrent.futures.ProcessPoolExecutor` (``MINING_PROCESSES``
+workers, both cores by default), and each batch's future is turned into a
+Deferred: the executor's own thread calls ``reactor.callFromThread`` when the
+future is done, which is what ``Deferred.fromFuture`` does for asyncio futures,
+without assuming the asyncio reactor.
+
+Workers are started with ``forkserver``: forking the crawl process itself
+would copy its threads' locks (the SQLite writer, Twisted's thread pool) in
+whatever state they were.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any
+
+from twisted.internet.defer import Deferred
+
+from trawl.mining.work import Job, Result, ignore_interrupts, mine_files
+
+
+def default_processes() -> int:
+    """Every core this process may use (at least one)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class MiningPool:
+    """Worker processes that mine batches of stored files; each batch's result as a Deferred."""
+
+    def __init__(self, processes: int = 0) -> None:
+        self.processes = processes or default_processes()
+        context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
+        self.executor = ProcessPoolExecutor(
+            max_workers=self.processes, mp_context=context, initializer=ignore_interrupts
+        )
+        self.in_flight = 0
+
+    def mine(
+        self, jobs: list[Job], root: str, secrets: bool, extractor: str, max_bytes: int
+    ) -> Deferred[list[Result]]:
+        """Mine ``jobs`` in a worker; the Deferred fires on the reactor thread with one result a job."""
+        from twisted.internet import reactor
+
+        deferred: Deferred[list[Result]] = Deferred()
+        future = self.executor.submit(mine_files, jobs, root, secrets, extractor, max_bytes)
+        self.in_flight += 1
+
+        def done(finished: Future[list[Result]]) -> None:
+            reactor.callFromThread(self._fire, deferred, finished)  # type: ignore[attr-defined]
+
+        future.add_done_callback(done)
+        return deferred
+
+    def _fire(self, deferred: Deferred[list[Result]], finished: Future[list[Result]]) -> None:
+        self.in_flight -= 1
+        error: Any = finished.exception()
+        if error is not None:
+            deferred.errback(error)
+        else:
+            deferred.callback(finished.result())
+
+    def close(self) -> None:
+        """Stop the workers (batches not started are dropped: the run is ending)."""
+        self.executor.shutdown(wait=True, cancel_futures=True)
