@@ -1,6 +1,6 @@
-"""A small generated website under real-looking host names, for ``trawl crawl probe``.
+"""A small generated website under real-looking host names, for ``trawl crawl probe`` and ``live``.
 
-Three hosts, reached through :class:`HostProxy` (a forward proxy that maps
+Three hosts for the probe, reached through :class:`HostProxy` (a forward proxy that maps
 ``*.example.com`` to local ports, ``CONNECT`` included), so that redirects,
 origins and soft-404 detection run on real names, not on ``127.0.0.1:PORT``:
 
@@ -13,6 +13,11 @@ origins and soft-404 detection run on real names, not on ``127.0.0.1:PORT``:
   ``/`` and ``/about`` (the soft-404 host);
 * ``secure.example.com`` (https only, :class:`TlsSite`): a self-signed
   certificate that expired on 2020-01-01.
+
+The live crawl's pages (``example.com``, which redirects to
+``shop.example.com``, and ``api.example.com``) are in :mod:`tests.servers.shop`.
+Plain requests for other hosts get a 421; ``CONNECT`` to any host but
+``secure.example.com`` a 502 (a host without https).
 
 Every request is logged as ``(host, path?query)`` in :attr:`Website.seen`.
 """
@@ -33,8 +38,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 try:
+    from tests.servers import shop
     from tests.servers.local import Answer, LocalServer, SeenRequest
 except ImportError:  # run from tests/ (pywb's own top-level ``tests`` package can shadow ours)
+    from servers import shop  # type: ignore[no-redef]
     from servers.local import Answer, LocalServer, SeenRequest  # type: ignore[no-redef]
 
 WWW = "www.example.com"
@@ -110,6 +117,12 @@ class Website(LocalServer):
             return 404, not_found(request.path), HTML
         if host == SOFT:
             return 200, SOFT_PAGES.get(request.raw_url) or not_found(request.path), HTML
+        if request.raw_url == "/slow" and host == shop.SHOP:
+            time.sleep(SLOW_SECONDS)
+            return 200, shop.html("Slow page", "<p>This page took its time.</p>"), HTML
+        live = shop.answer(host, request.raw_url)
+        if live is not None:
+            return live
         return 421, b"unknown host", {"Content-Type": "text/plain"}
 
     def paths(self, host: str) -> list[str]:
@@ -206,6 +219,9 @@ class HostProxy:
 
             def do_CONNECT(self) -> None:  # noqa: N802 - http.server's naming
                 proxy.requests.append(f"CONNECT {self.path}")
+                if self.path.split(":")[0].lower() != SECURE:
+                    self.send_error(502, "no https on this host")
+                    return
                 upstream = socket.create_connection(("127.0.0.1", proxy.tls_port))
                 self.send_response(200, "Connection established")
                 self.end_headers()
