@@ -9,7 +9,8 @@
   a PDF (read no further than its headers), a slow page, a redirect loop
   (``/loop`` -> ``/loop2`` -> ``/loop``), a calendar that links each month to
   the next and the one before, and a cart whose every page links a new
-  session id (the traps);
+  session id (the traps); ``/orphan.html`` is linked from nowhere (a stored URL
+  seeds it: ``-a seed=store``);
 * ``api.example.com``: JSON at ``/v2/items`` (named in the script only).
 """
 
@@ -88,6 +89,8 @@ SHOP_PAGES: dict[str, Answer] = {
     "/contact": (200, html("Contact us", "<p>Write to us with the form below.</p>"), HTML),
     "/search": (200, html("Search", "<p>Type a word to search the shop.</p>"), HTML),
     "/sitemap-only.html": (200, html("Only in the sitemap", "<p>No page links here.</p>"), HTML),
+    "/orphan.html": (200, html("Orphan", '<p>Old.</p><a href="/orphan-child">More</a>'), HTML),
+    "/orphan-child": (200, html("Orphan child", "<p>Linked from the orphan only.</p>"), HTML),
     "/private/secret.html": (200, html("Secret", "<p>Robots may not read this.</p>"), HTML),
     "/static/app.js": (200, APP_JS, {"Content-Type": "application/javascript", "Server": SERVER}),
     "/api/v1/status": (200, b'{"ok": true}', JSON),

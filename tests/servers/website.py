@@ -99,14 +99,19 @@ SOFT_PAGES = {
 class Website(LocalServer):
     """The plain-HTTP hosts, told apart by the Host header."""
 
-    def __init__(self) -> None:
+    def __init__(self, latency: float = 0.0) -> None:
         self.seen: list[tuple[str, str]] = []
+        #: (host, path?query, User-Agent) of each request: which worker of a spread run asked it.
+        self.agents: list[tuple[str, str, str]] = []
+        #: Seconds every live-crawl page (tests/servers/shop.py) takes, for the distributed test.
+        self.latency = latency
         self._lock = threading.Lock()
 
     def answer(self, request: SeenRequest) -> Answer:
         host = request.headers.get("host", "").split(":")[0].lower()
         with self._lock:
             self.seen.append((host, request.raw_url))
+            self.agents.append((host, request.raw_url, request.headers.get("user-agent", "")))
         if host == WWW:
             if request.raw_url == "/slow":
                 time.sleep(SLOW_SECONDS)
@@ -122,6 +127,8 @@ class Website(LocalServer):
             return 200, shop.html("Slow page", "<p>This page took its time.</p>"), HTML
         live = shop.answer(host, request.raw_url)
         if live is not None:
+            if self.latency:
+                time.sleep(self.latency)
             return live
         return 421, b"unknown host", {"Content-Type": "text/plain"}
 
@@ -253,13 +260,16 @@ class HostProxy:
                     body = answer.read()
                 finally:
                     conn.close()
-                self.send_response(answer.status)
-                for name, value in answer.getheaders():
-                    if name.lower() not in ("content-length", "connection", "transfer-encoding"):
-                        self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(answer.status)
+                    for name, value in answer.getheaders():
+                        if name.lower() not in ("content-length", "connection", "transfer-encoding"):
+                            self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading (a body cap)
+                    self.close_connection = True
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
