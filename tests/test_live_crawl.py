@@ -236,3 +236,101 @@ def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) ->
     assert_no_traceback(result)
     errors = [line for line in result.stderr.splitlines() if line.startswith("trawl: error:")]
     assert len(errors) == 1 and errors[0].startswith(message), result.stderr[-2000:]
+
+
+# --- distributed: three trawl workers share one live crawl's pages ------------------------------
+
+
+def test_three_workers_one_killed_crawl_the_same_pages_as_one_machine(tmp_path: Path) -> None:
+    """The live source is spreadable: its pages are tasks on the run's Redis queue. One worker is killed
+    (``kill -9``) once it has fetched a page; the page set is a one-machine crawl's."""
+    import signal
+    import subprocess
+    import threading
+    import time
+
+    import redis
+
+    try:
+        from tests.servers.redis_server import RedisServer
+        from tests.test_queue_workers import COMMON, TRAWL, WorkerProcess
+    except ImportError:
+        from servers.redis_server import RedisServer  # type: ignore[no-redef]
+        from test_queue_workers import COMMON, TRAWL, WorkerProcess  # type: ignore[no-redef]
+    from trawl.distributed.queue import WorkQueue
+
+    with (
+        Website(latency=0.1) as web,
+        TlsSite() as tls,
+        HostProxy(web._httpd.server_address[1], tls.bound_port) as proxy,
+        RedisServer() as server,
+    ):
+        site = SimpleNamespace(web=web, tls=tls, proxy=proxy)
+        alone = crawl(tmp_path / "one", site)
+        assert alone.result.returncode == 0, alone.result.stderr[-3000:]
+        expected = set(alone.pages)
+        assert len(alone.pages) == len(expected) > 20
+        web.seen.clear()
+        web.agents.clear()
+        tls.seen.clear()
+        store = tmp_path / "spread.db"
+        common = {**COMMON, "TRAWL_REDIS_URL": server.url, "STORE_URI": f"sqlite:///{store}",
+                  "QUEUE_HEARTBEAT": "1", "SPREAD_PAGES": "True", "SPREAD_HOLD": "2",
+                  "PROXY_LIST": proxy.url}  # fmt: skip
+        workers = [WorkerProcess(tmp_path, {**common, "USER_AGENT": f"worker-{n}"}) for n in range(3)]
+        try:
+            for worker in workers:
+                worker.wait_for("waiting for work")
+            command = [
+                *TRAWL,
+                "enqueue",
+                "example.com",
+                "-a",
+                "sources=live",
+                "-s",
+                f"TRAWL_REDIS_URL={server.url}",
+            ]
+            done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr[-2000:]
+            deadline = time.monotonic() + 120
+            while True:  # polled: a joiner that has fetched a page
+                joiners = [
+                    n for n, w in enumerate(workers) if w.count(r"spreading run \w+'s pages \(joiner\)")
+                ]
+                fetched = {agent for _, _, agent in web.agents}
+                ready = [n for n in joiners if f"worker-{n}" in fetched]
+                if ready:
+                    break
+                assert time.monotonic() < deadline, "\n\n".join(w.tail() for w in workers)
+                threading.Event().wait(0.02)
+            victim = workers[ready[0]]
+            victim.process.kill()  # kill -9: what it holds stays in its held list until reaped
+            victim.process.wait()
+            queue = WorkQueue(redis.Redis.from_url(server.url))
+            while not (sum(w.count(r" done in ") for w in workers) >= 1 and queue.idle()):
+                assert time.monotonic() < deadline + 60, "\n\n".join(w.tail() for w in workers)
+                threading.Event().wait(0.2)
+            for worker in workers:
+                if worker.process.poll() is None:
+                    worker.process.send_signal(signal.SIGTERM)
+            for worker in workers:
+                if worker is not victim:
+                    worker.finish(60)
+        finally:
+            for worker in workers:
+                worker.stop()
+        assert "Traceback" not in "\n".join(line for w in workers for line in w.lines), workers[0].tail()
+        asked = [*web.seen, *(("secure.example.com", path) for path in tls.seen)]
+        pages = [(host, path) for host, path in asked if not RANDOM.match(path) and path != "/robots.txt"]
+        assert set(pages) == expected  # the same page set as one machine
+        agents = {
+            agent for host, path, agent in web.agents if path != "/robots.txt" and not RANDOM.match(path)
+        }
+        assert len(agents) >= 2, agents  # spread: more than one worker fetched pages
+        assert len(pages) - len(expected) <= 2  # fetched twice: at most what the dead worker held
+        assert {url for url in stored_urls_of(store)} >= {f"{SHOP}/about.html", f"{SHOP}/api/v1/users"}
+
+
+def stored_urls_of(store: Path) -> list[str]:
+    with sqlite3.connect(store) as con:
+        return [row[0] for row in con.execute("SELECT url FROM urls")]
