@@ -14,7 +14,9 @@ request after ``--delay`` seconds; the crawl reaches it as its proxy
 (``PROXY_LIST``: the request line names the host), so the host names need no
 DNS. The crawl runs with its defaults (2 requests per host, 8 in all,
 AutoThrottle off as in the tests, robots.txt obeyed: each host's robots.txt is a
-404) and ``-a depth=`` deep enough for the whole tree.
+404) and ``-a depth=`` deep enough for the whole tree. Pages a second are over the
+crawl's own time (its summary line), start-up aside. ``BENCH_PROFILE=FILE``
+writes a cProfile of the crawl there.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import argparse
 import asyncio
 import multiprocessing
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -95,7 +98,11 @@ def serve(port_queue: multiprocessing.Queue, delay: float, pages: int, hosts: in
 
 #: Runs trawl's command line, then prints this process's peak RSS.
 _MEASURED = """
-import resource, sys, atexit
+import resource, sys, atexit, os
+if os.environ.get("BENCH_PROFILE"):
+    import cProfile, pstats
+    _prof = cProfile.Profile(); _prof.enable()
+    atexit.register(lambda: (_prof.disable(), pstats.Stats(_prof, stream=open(os.environ["BENCH_PROFILE"], "w")).sort_stats("tottime").print_stats(40)))
 atexit.register(lambda: print("PEAK_RSS_MB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024))
 from trawl.cli import main
 sys.argv = ["trawl", *sys.argv[1:]]
@@ -138,9 +145,11 @@ def main() -> None:
             fetched = con.execute("SELECT count(*) FROM link_records WHERE status = 200 AND url LIKE '%/p/%' OR url = 'http://bench.example.com/'").fetchone()[0]
             requests = con.execute("SELECT count(*) FROM link_records WHERE status IS NOT NULL").fetchone()[0]
         summary = next((l for l in proc.stderr.splitlines() if " pages fetched (" in l), "")  # noqa: E741
+        took = re.search(r"complete \(\w+\) in ([\d.]+) s", proc.stderr)
+        crawl_s = float(took.group(1)) if took else seconds
         print(f"{fetched:,} of {args.pages:,} pages on {args.hosts} hosts answering in {args.delay * 1000:.0f} ms"
-              f" ({requests:,} URLs fetched, sitemaps included): {seconds:.1f} s with start-up,"
-              f" {requests / seconds:.0f} pages/s; peak RSS {rss:.0f} MB")  # fmt: skip
+              f" ({requests:,} URLs fetched, sitemaps included): {crawl_s:.1f} s crawling ({seconds:.1f} s with"
+              f" start-up), {requests / crawl_s:.0f} pages/s; peak RSS {rss:.0f} MB")  # fmt: skip
         print(summary.split("INFO: ", 1)[-1])
     finally:
         server.terminate()
