@@ -8,7 +8,7 @@ logged when the crawl closes::
 
     live: 23 pages fetched (19 page, 2 redirect, 1 soft-404, 1 headers-only), 31 URLs found
     live: trap: shop.example.com/calendar/{n}/{n}? capped at 3 pages, 2 URLs not fetched
-    live: 3 out-of-scope URLs not fetched:
+    live: 3 out-of-scope URLs not fetched:   (in URL order, the first 1,000 distinct)
     live:   http://www.iana.org/domains/example
 """
 
@@ -67,7 +67,7 @@ class Report:
         total = int(values.get(PREFIX + "out_of_scope", 0))
         if total:
             lines.append(f"{name}: {total} out-of-scope URLs not fetched:")
-            lines.extend(f"{name}:   {url}" for url in self.out_of_scope)
+            lines.extend(f"{name}:   {url}" for url in sorted(self.out_of_scope))
             if total > len(self.out_of_scope):
                 lines.append(f"{name}:   ... and {total - len(self.out_of_scope)} more")
         return lines
