@@ -62,7 +62,9 @@ def site() -> Iterator[SimpleNamespace]:
         yield SimpleNamespace(web=web, tls=tls, proxy=proxy)
 
 
-def crawl(workdir: Path, site: SimpleNamespace, *args: str, proxy_env: bool = False) -> SimpleNamespace:
+def crawl(
+    workdir: Path, site: SimpleNamespace, *args: str, proxy_env: bool = False, domain_arg: str = "example.com"
+) -> SimpleNamespace:
     """One ``trawl crawl live`` through the proxy (``PROXY_LIST``, or ``http_proxy``): what the site saw."""
     site.web.seen.clear()
     site.tls.seen.clear()
@@ -70,7 +72,7 @@ def crawl(workdir: Path, site: SimpleNamespace, *args: str, proxy_env: bool = Fa
     proxy = [] if proxy_env else ["-s", f"PROXY_LIST={site.proxy.url}"]
     env = {"http_proxy": site.proxy.url, "https_proxy": site.proxy.url} if proxy_env else None
     result = run_scrapy(
-        workdir, "crawl", "live", "-a", "domain=example.com", *proxy,
+        workdir, "crawl", "live", "-a", f"domain={domain_arg}", *proxy,
         "-s", f"STORE_URI=sqlite:///{workdir / 'trawl.db'}", *args, env=env,
     )  # fmt: skip
     asked = [*site.web.seen, *(("secure.example.com", path) for path in site.tls.seen)]
@@ -334,3 +336,10 @@ def test_three_workers_one_killed_crawl_the_same_pages_as_one_machine(tmp_path: 
 def stored_urls_of(store: Path) -> list[str]:
     with sqlite3.connect(store) as con:
         return [row[0] for row in con.execute("SELECT url FROM urls")]
+
+
+def test_rdn_scope_crawls_and_stores_the_registered_domain(site: SimpleNamespace, tmp_path: Path) -> None:
+    run = crawl(tmp_path, site, "-a", "depth=1", "-a", "scope=rdn", domain_arg="shop.example.com")
+    assert run.result.returncode == 0, run.result.stderr[-3000:]
+    assert ("www.example.com", "/admin/") in run.pages  # another host of example.com
+    assert "http://www.example.com/admin/" in stored_urls(tmp_path)

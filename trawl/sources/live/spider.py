@@ -57,6 +57,7 @@ from trawl.sources.live.scope import Scope, parse_scope
 from trawl.sources.live.transfer import LIVE, PageCap
 from trawl.sources.probe.soft404 import SOFT404_DISTANCE
 from trawl.sources.selection import Selection, open_reader, read_selection, stored_urls
+from trawl.sources.target import parse_target
 
 DEPTH, FOUND_ON, HOW, HOSTS, SEED = (
     "trawl_live_depth", "trawl_live_found_on", "trawl_live_how", "trawl_live_hosts", "trawl_live_seed",
@@ -146,6 +147,8 @@ class LiveSpider(SourceSpider):
     def configure_kind(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
         super().configure_kind(settings, arguments)
         self.scope = parse_scope(arguments.get("scope"), self.target)
+        if self.scope.kind == "rdn":  # what is stored follows the scope: the registered domain's URLs
+            self.target = parse_target(self.scope.registered, include_subdomains=True)
         self.depth = parse_int("depth", arguments.get("depth", 3))
         self.max_pages = parse_int("max_pages", arguments.get("max_pages", 0))
         seed = str(arguments.get("seed") or "root").strip().lower()
