@@ -28,7 +28,7 @@ crawl: setup
 
 test: setup
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=40
 
 bench: setup
 	$(BIN)/python bench/bench_wayback.py

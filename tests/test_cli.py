@@ -187,6 +187,7 @@ def test_list_plugins_settings_and_version_from_elsewhere(outside: Path) -> None
         "crates",
         "ghostarchive",
         "intelx",
+        "live",
         "otx",
         "probe",
         "responses",

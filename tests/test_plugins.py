@@ -30,8 +30,8 @@ from trawl.sources.loader import PluginSpiderLoader
 PLUGIN_SOURCE = Path(__file__).parent / "plugins" / "trawl-drop-keyword"
 BUILTINS = sorted(builtin_name(path) for path in DEFAULT_PLUGINS)
 SOURCES = [
-    "commoncrawl", "crates", "ghostarchive", "intelx", "otx", "probe", "responses", "urlscan", "virustotal",
-    "wayback",
+    "commoncrawl", "crates", "ghostarchive", "intelx", "live", "otx", "probe", "responses", "urlscan",
+    "virustotal", "wayback",
 ]  # fmt: skip
 #: What an install of trawl from before the built-ins were registered in code left
 #: in its metadata; it stays in site-packages until trawl is reinstalled.

@@ -1,6 +1,6 @@
-"""A small generated website under real-looking host names, for ``trawl crawl probe``.
+"""A small generated website under real-looking host names, for ``trawl crawl probe`` and ``live``.
 
-Three hosts, reached through :class:`HostProxy` (a forward proxy that maps
+Three hosts for the probe, reached through :class:`HostProxy` (a forward proxy that maps
 ``*.example.com`` to local ports, ``CONNECT`` included), so that redirects,
 origins and soft-404 detection run on real names, not on ``127.0.0.1:PORT``:
 
@@ -13,6 +13,11 @@ origins and soft-404 detection run on real names, not on ``127.0.0.1:PORT``:
   ``/`` and ``/about`` (the soft-404 host);
 * ``secure.example.com`` (https only, :class:`TlsSite`): a self-signed
   certificate that expired on 2020-01-01.
+
+The live crawl's pages (``example.com``, which redirects to
+``shop.example.com``, and ``api.example.com``) are in :mod:`tests.servers.shop`.
+Plain requests for other hosts get a 421; ``CONNECT`` to any host but
+``secure.example.com`` a 502 (a host without https).
 
 Every request is logged as ``(host, path?query)`` in :attr:`Website.seen`.
 """
@@ -33,8 +38,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 try:
+    from tests.servers import shop
     from tests.servers.local import Answer, LocalServer, SeenRequest
 except ImportError:  # run from tests/ (pywb's own top-level ``tests`` package can shadow ours)
+    from servers import shop  # type: ignore[no-redef]
     from servers.local import Answer, LocalServer, SeenRequest  # type: ignore[no-redef]
 
 WWW = "www.example.com"
@@ -92,14 +99,19 @@ SOFT_PAGES = {
 class Website(LocalServer):
     """The plain-HTTP hosts, told apart by the Host header."""
 
-    def __init__(self) -> None:
+    def __init__(self, latency: float = 0.0) -> None:
         self.seen: list[tuple[str, str]] = []
+        #: (host, path?query, User-Agent) of each request: which worker of a spread run asked it.
+        self.agents: list[tuple[str, str, str]] = []
+        #: Seconds every live-crawl page (tests/servers/shop.py) takes, for the distributed test.
+        self.latency = latency
         self._lock = threading.Lock()
 
     def answer(self, request: SeenRequest) -> Answer:
         host = request.headers.get("host", "").split(":")[0].lower()
         with self._lock:
             self.seen.append((host, request.raw_url))
+            self.agents.append((host, request.raw_url, request.headers.get("user-agent", "")))
         if host == WWW:
             if request.raw_url == "/slow":
                 time.sleep(SLOW_SECONDS)
@@ -110,6 +122,14 @@ class Website(LocalServer):
             return 404, not_found(request.path), HTML
         if host == SOFT:
             return 200, SOFT_PAGES.get(request.raw_url) or not_found(request.path), HTML
+        if request.raw_url == "/slow" and host == shop.SHOP:
+            time.sleep(SLOW_SECONDS)
+            return 200, shop.html("Slow page", "<p>This page took its time.</p>"), HTML
+        live = shop.answer(host, request.raw_url)
+        if live is not None:
+            if self.latency:
+                time.sleep(self.latency)
+            return live
         return 421, b"unknown host", {"Content-Type": "text/plain"}
 
     def paths(self, host: str) -> list[str]:
@@ -206,6 +226,9 @@ class HostProxy:
 
             def do_CONNECT(self) -> None:  # noqa: N802 - http.server's naming
                 proxy.requests.append(f"CONNECT {self.path}")
+                if self.path.split(":")[0].lower() != SECURE:
+                    self.send_error(502, "no https on this host")
+                    return
                 upstream = socket.create_connection(("127.0.0.1", proxy.tls_port))
                 self.send_response(200, "Connection established")
                 self.end_headers()
@@ -237,13 +260,16 @@ class HostProxy:
                     body = answer.read()
                 finally:
                     conn.close()
-                self.send_response(answer.status)
-                for name, value in answer.getheaders():
-                    if name.lower() not in ("content-length", "connection", "transfer-encoding"):
-                        self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+                try:
+                    self.send_response(answer.status)
+                    for name, value in answer.getheaders():
+                        if name.lower() not in ("content-length", "connection", "transfer-encoding"):
+                            self.send_header(name, value)
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading (a body cap)
+                    self.close_connection = True
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True

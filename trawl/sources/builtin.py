@@ -17,6 +17,7 @@ from trawl.sources.cdx.wayback import WaybackSpider
 from trawl.sources.crates.spider import CratesSpider
 from trawl.sources.ghostarchive import GhostarchiveSpider
 from trawl.sources.intelx import IntelxSpider
+from trawl.sources.live.spider import LiveSpider
 from trawl.sources.otx import OtxSpider
 from trawl.sources.probe.spider import ProbeSpider
 from trawl.sources.responses.spider import ResponsesSpider
@@ -33,9 +34,10 @@ BUILTIN_SOURCES: tuple[type[Spider], ...] = (
     GhostarchiveSpider,
 )
 
-#: Built-in sources of other record kinds: they take no domain, and ``crawl all`` runs
-#: them only when named (``-a sources=crates``); the probe asks the stored URLs themselves.
-BUILTIN_RECORD_SOURCES: tuple[type[Spider], ...] = (CratesSpider, ResponsesSpider, ProbeSpider)
+#: Built-in sources ``crawl all`` runs only when named (``-a sources=crates``): other record
+#: kinds (crates.io, archived responses), and those that talk to the target itself (the probe
+#: asks the stored URLs, the live crawl follows the site's links).
+BUILTIN_RECORD_SOURCES: tuple[type[Spider], ...] = (CratesSpider, ResponsesSpider, ProbeSpider, LiveSpider)
 
 
 @hookimpl

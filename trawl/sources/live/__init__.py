@@ -1,0 +1,14 @@
+"""``trawl crawl live``: a breadth-first crawl of the live site (issue 19, item 2).
+
+Modules, each with one concern:
+
+* :mod:`.scope`: which URLs may be fetched (``-a scope=domain|rdn|host|regex:``);
+* :mod:`.links`: the URLs an answer names (HTML links, forms, scripts, JS endpoints, sitemaps, robots.txt);
+* :mod:`.guard`: the trap guard (soft-404 hosts, the per-pattern cap);
+* :mod:`.transfer`: what is downloaded (the byte cap, headers only) and the per-host concurrency;
+* :mod:`.records`: what is stored (the URLs, and the ``link`` kind: where each was found);
+* :mod:`.report`: the counts and the end-of-run summary;
+* :mod:`.spider`: the ``live`` source.
+
+Reference: ``docs/live.md``.
+"""

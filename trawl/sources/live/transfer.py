@@ -1,0 +1,67 @@
+"""How much of an answer the live crawl reads, and how many answers of one host at once.
+
+**Bytes.** A page is read whole up to ``LIVE_MAX_BYTES`` (8 MiB by default:
+links past it are not seen, and the page is flagged ``truncated`` in the
+stats). A body the crawl does not parse (anything but HTML, JavaScript, XML
+and plain text: :func:`trawl.sources.live.links.page_kind`) is not downloaded
+past its headers: the download stops there (Scrapy's
+``StopDownload(fail=False)`` from the ``headers_received`` signal, as the probe
+does, :mod:`trawl.sources.probe.transfer`) and the URL is stored with its
+status and type. Scrapy's ``DOWNLOAD_MAXSIZE`` is 0 on these requests: it would
+fail a 2 GB ISO's answer on its ``Content-Length`` instead of storing it.
+
+**Hosts.** Each host's download slot takes ``LIVE_HOST_CONCURRENCY`` requests at
+once (2 by default); the source's concurrency (``SOURCE_CONCURRENCY["live"]``,
+8 by default) bounds the whole crawl.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from scrapy.exceptions import StopDownload
+
+from trawl.politeness.downloader import Downloader
+from trawl.sources.live.links import page_kind
+
+if TYPE_CHECKING:
+    from scrapy import Request
+    from scrapy.crawler import Crawler
+
+#: request.meta key marking the live crawl's requests (the cap leaves any other alone).
+LIVE = "trawl_live"
+_READ = "trawl_live_read"
+
+
+class PageCap:
+    """Stops a download after the headers of a body not parsed, or at ``LIVE_MAX_BYTES``."""
+
+    def __init__(self, max_bytes: int, crawler: Any) -> None:
+        self.max_bytes = max_bytes
+        self.crawler = crawler  # its stats exist once the crawl starts
+
+    def headers_received(self, headers: Any, body_length: int, request: Request, spider: Any) -> None:
+        if LIVE not in request.meta:
+            return
+        content_type = headers.get(b"Content-Type", b"").decode("latin-1")
+        if page_kind(content_type, request.url) == "other":
+            self.crawler.stats.inc_value("trawl/live/headers_only")
+            raise StopDownload(fail=False)
+
+    def bytes_received(self, data: bytes, request: Request, spider: Any) -> None:
+        if LIVE not in request.meta:
+            return
+        owner, read = request.meta.get(_READ, (None, 0))
+        read = (read if owner == id(request) else 0) + len(data)
+        request.meta[_READ] = (id(request), read)
+        if read >= self.max_bytes:
+            self.crawler.stats.inc_value("trawl/live/truncated")
+            raise StopDownload(fail=False)
+
+
+class LiveDownloader(Downloader):
+    """trawl's downloader, each host's slot held to ``LIVE_HOST_CONCURRENCY``."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self.domain_concurrency = max(crawler.settings.getint("LIVE_HOST_CONCURRENCY"), 1)
