@@ -8,7 +8,8 @@ one, does the proxying and the ``Proxy-Authorization`` header.
 
 A proxy is banned by an answer in ``PROXY_BAN_STATUSES``, an empty 200 (from
 a source whose empty answers are not data), a block page (trawl.politeness.bans) or a
-connection error; it rests for an exponential backoff with jitter (``PROXY_BACKOFF_BASE`` doubling up to
+connection error (for the probe and the live crawl, only what the proxy itself refused:
+see ``_proxys_fault``); it rests for an exponential backoff with jitter (``PROXY_BACKOFF_BASE`` doubling up to
 ``PROXY_BACKOFF_MAX``) and comes back. The request is sent again through
 another proxy. With every proxy resting, requests wait for the first to come
 back (the run says so once) instead of hammering. Rate limits hold per source
@@ -29,7 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from scrapy.exceptions import NotConfigured
+from scrapy.exceptions import DownloadConnectionRefusedError, NotConfigured
+from twisted.internet.error import ConnectionRefusedError, TCPTimedOutError
 
 from trawl.errors import TrawlUsageError
 from trawl.politeness.bans import block_reason
@@ -169,7 +171,30 @@ class ProxyRotationMiddleware:
         proxy = self._proxy_of(request)
         if proxy is None or isinstance(exception, Abandoned):  # the crawl is stopping: not the proxy's fault
             return None
+        if not self._proxys_fault(exception):
+            proxy.bans = 0
+            return None  # the target's: trawl's retry middleware decides, through this proxy or another
         return self._ban_and_retry(request, proxy, type(exception).__name__)
+
+    def _proxys_fault(self, exception: Exception) -> bool:
+        """Does this error say the proxy failed (rest it), or the target (a record, a retry)?
+
+        For the URL sources every error rests the proxy: their upstream answers
+        through any proxy. A source that asks the target's own servers
+        (``answers_are_targets``: the probe, the live crawl) meets slow hosts,
+        hosts without https and refused tunnels all the time: a CONNECT the proxy
+        answered with 502 or 504, or an answer that took too long, is the target's.
+        Only what the proxy itself refused rests it: the connection to the proxy
+        (refused or timed out: a TCP connection always goes to the proxy) and a
+        CONNECT answered 407. Resting the only proxy for a target's timeout made
+        every other host's requests wait (issue 19, found by the live crawl's tests).
+        """
+        if not getattr(self.crawler.spider, "answers_are_targets", False):
+            return True
+        if type(exception).__name__ == "TunnelError":
+            return "'status': 407" in str(exception)
+        refused = (DownloadConnectionRefusedError, ConnectionRefusedError, TCPTimedOutError)
+        return isinstance(exception, refused)
 
     def _ban_reason(self, response: Response) -> str | None:
         if getattr(self.crawler.spider, "answers_are_targets", False):
