@@ -33,6 +33,8 @@ class Endpoint:
     body: tuple[str, ...] = ()
     headers: tuple[str, ...] = ()
     line: int = 0
+    #: The original file a source map's ``sourcesContent`` held this in (resolved path); ``None`` otherwise.
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,8 @@ class Secret:
     rule: str
     value: str
     line: int
+    #: As :attr:`Endpoint.source`: the source map's original file the line is counted in.
+    source: str | None = None
 
 
 @dataclass(slots=True)
@@ -59,5 +63,7 @@ class FileFindings:
     #: A source map's original files: (path, content or None when the map holds no content).
     sources: list[tuple[str, str | None]] = field(default_factory=list)
     #: Which reader produced the findings: ``javascript``, ``html``, ``json``, ``xml``,
-    #: ``sourcemap`` or ``regex``.
+    #: ``sourcemap``, ``regex`` (the fallback) or ``skipped`` (an image, font, audio or video type).
     reader: str = "regex"
+    #: True when the file was longer than :data:`trawl.mining.extract.MAX_BYTES` and only its head was read.
+    truncated: bool = False
