@@ -43,7 +43,7 @@ _ABSOLUTE = re.compile(
 )
 _NAMESPACE_HOSTS = re.compile(
     r"^(?:https?:)?//(?:www\.)?(?:w3\.org|w3c\.org|schemas\.xmlsoap\.org|schemas\.microsoft\.com"
-    r"|purl\.org|ns\.adobe\.com|schemas\.openxmlformats\.org|xmlns\.com)(?:[/?#]|$)",
+    r"|schema\.org|purl\.org|ns\.adobe\.com|schemas\.openxmlformats\.org|xmlns\.com)(?:[/?#]|$)",
     re.IGNORECASE,
 )
 _ROOT = re.compile(r"^/(?!/)[^/?#]*[A-Za-z]")

@@ -64,10 +64,15 @@ def _shift(findings: FileFindings, lines: int) -> FileFindings:
 
 
 def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | None:
+    # huge_tree lifts libxml2's depth limit from 256 to 2,048 (the HTML parser expands no
+    # entities, so nothing else grows); deeper than that libxml2 drops the rest of the page,
+    # which is then read by the regex fallback instead.
+    parser = lxml.html.HTMLParser(recover=True, no_network=True, remove_comments=True, huge_tree=True)
     try:
-        parser = lxml.html.HTMLParser(recover=True, no_network=True, remove_comments=True)
         root = lxml.html.document_fromstring(body, parser=parser)
     except (etree.ParserError, etree.XMLSyntaxError, ValueError):
+        return None
+    if any(error.type_name == "ERR_RESOURCE_LIMIT" for error in parser.error_log):
         return None
     base = url
     for element in root.iter("base"):

@@ -21,7 +21,7 @@ from tree_sitter import Language, Node, Parser, Query, QueryCursor
 from trawl.mining.collect import Collector
 from trawl.mining.findings import FileFindings
 from trawl.mining.policy import api_like
-from trawl.mining.readers.jsuses import Uses
+from trawl.mining.readers.jsuses import Scopes, Uses
 from trawl.mining.readers.jsvalues import Values, text
 
 #: Above this share of bytes under ERROR nodes, the file is read by the regex fallback.
@@ -36,10 +36,12 @@ _QUERY = Query(
     (call_expression) @call
     (assignment_expression) @assign
     (variable_declarator name: (identifier) @name value: (_) @value)
-    (binary_expression operator: "+") @concat
+    (binary_expression) @concat
     (template_string) @template
     (string) @string
     (ERROR) @error
+    [(function_declaration) (function_expression) (arrow_function) (method_definition)
+     (generator_function_declaration) (generator_function)] @function
     """,
 )
 _parser: Parser | None = None
@@ -64,25 +66,35 @@ def error_ratio(errors: list[Node], size: int) -> float:
     return covered / size if size else 0.0
 
 
-def _declared(names: list[Node], values: list[Node]) -> dict[str, Node]:
-    """Names declared exactly once in the file, with their value nodes."""
+def _gather(root: Node) -> tuple[dict[str, list[Node]], dict[str, Node]]:
+    """Nodes by capture name, in document order, and the names declared exactly once with their values.
+
+    ``matches`` (not ``captures``) keeps each declarator's name and value together: the
+    flat capture lists are not in document order.
+    """
+    nodes: dict[str, list[Node]] = {}
     counts: dict[str, int] = {}
-    found: dict[str, Node] = {}
-    for name, value in zip(names, values, strict=False):
-        key = text(name)
-        counts[key] = counts.get(key, 0) + 1
-        found[key] = value
-    return {key: value for key, value in found.items() if counts[key] == 1}
+    declared: dict[str, Node] = {}
+    for _, match in QueryCursor(_QUERY).matches(root):
+        if "name" in match:
+            key = text(match["name"][0])
+            counts[key] = counts.get(key, 0) + 1
+            declared[key] = match["value"][0]
+            continue
+        for capture, found in match.items():
+            nodes.setdefault(capture, []).extend(found)
+    for found in nodes.values():
+        found.sort(key=lambda n: (n.start_byte, -n.end_byte))
+    return nodes, {key: value for key, value in declared.items() if counts[key] == 1}
 
 
 def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | None:
     """The file's findings; ``None`` when it is too broken for the tree to be trusted."""
     root = _parse(body)
-    captures = QueryCursor(_QUERY).captures(root)
+    captures, declared = _gather(root)
     if error_ratio(captures.get("error", []), len(body)) > MAX_ERROR_RATIO:
         return None
-    names, value_nodes = captures.get("name", []), captures.get("value", [])
-    values = Values(_declared(names, value_nodes) if len(names) == len(value_nodes) else {})
+    values = Values(declared)
     collector = Collector(url, source)
     used: set[tuple[int, int]] = set()
 
@@ -97,7 +109,7 @@ def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | 
         used.update((n.start_byte, n.end_byte) for n in literals)
         collector.add(value, how, line, **parts)  # type: ignore[arg-type]
 
-    uses = Uses(values, emit)
+    uses = Uses(values, emit, Scopes(captures.get("function", [])))
     calls = captures.get("call", [])
     for call in calls:
         uses.remember(call)
@@ -117,16 +129,15 @@ def _bare_literals(
     captures: dict[str, list[Node]], values: Values, collector: Collector, used: set[tuple[int, int]]
 ) -> None:
     """API-looking strings that no use above consumed (the precision policy decides)."""
-    for concat in captures.get("concat", []):
-        parent = concat.parent
-        if parent is not None and parent.type == "binary_expression":
-            operator = parent.child_by_field_name("operator")
-            if operator is not None and operator.type == "+":
-                continue  # a part of a longer concatenation, read with it
-        if (concat.start_byte, concat.end_byte) in used:
-            continue
+    chained: set[tuple[int, int]] = set()
+    for concat in captures.get("concat", []):  # outer chains first: sorted by start, then longest
+        if (concat.start_byte, concat.end_byte) in chained:
+            continue  # a part of a longer concatenation, read with it
+        operator = concat.child_by_field_name("operator")
+        if operator is None or operator.type != "+":
+            continue  # the query does not say `operator: "+"`: that field test is quadratic in depth
         literals: list[Node] = []
-        value = values.value(concat, literals)
+        value = values.value(concat, literals, chained)
         fresh = [n for n in literals if (n.start_byte, n.end_byte) not in used]
         used.update((n.start_byte, n.end_byte) for n in literals)
         if value and fresh and api_like(value):

@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
 
@@ -28,17 +29,6 @@ from tree_sitter import Node
 from trawl.mining.readers.jsvalues import Values, arguments, literal, text
 
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
-_SCOPES = frozenset(
-    {
-        "function_declaration",
-        "function_expression",
-        "arrow_function",
-        "method_definition",
-        "generator_function_declaration",
-        "generator_function",
-        "program",
-    }
-)
 _GLOBALS = frozenset({"window", "self", "globalThis", "top", "parent", "this"})
 _JQUERY = frozenset({"$", "jQuery"})
 _ELEMENT_PROPERTIES = {"href": "href", "src": "src", "action": "form"}
@@ -47,12 +37,33 @@ _ELEMENT_PROPERTIES = {"href": "href", "src": "src", "action": "form"}
 Emit = Callable[..., None]
 
 
-def scope_of(node: Node) -> int:
-    """The start of the function ``node`` is in: receivers and appends are matched within it."""
-    current = node.parent
-    while current is not None and current.type not in _SCOPES:
-        current = current.parent
-    return current.start_byte if current is not None else 0
+class Scopes:
+    """Which function a byte is in, from the functions' ranges (receivers and appends match within one).
+
+    Walking ``node.parent`` instead costs the node's depth per step in tree-sitter: a
+    60,000-deep file took minutes. Here: the ranges sorted once, each one's enclosing
+    function found with a stack, a lookup by bisection then up the enclosing chain.
+    """
+
+    def __init__(self, functions: list[Node]) -> None:
+        ranges = sorted({(f.start_byte, f.end_byte) for f in functions}, key=lambda r: (r[0], -r[1]))
+        self._starts = [start for start, _ in ranges]
+        self._ends = [end for _, end in ranges]
+        self._outer: list[int] = []
+        open_: list[int] = []
+        for index, (start, _) in enumerate(ranges):
+            while open_ and self._ends[open_[-1]] <= start:
+                open_.pop()
+            self._outer.append(open_[-1] if open_ else -1)
+            open_.append(index)
+
+    def of(self, node: Node) -> int:
+        """The start of the innermost function around ``node`` (0: the top level)."""
+        at = node.start_byte
+        index = bisect_right(self._starts, at) - 1
+        while index >= 0 and not (self._starts[index] < at < self._ends[index]):
+            index = self._outer[index]
+        return self._starts[index] if index >= 0 else 0
 
 
 def _callee(node: Node) -> tuple[str | None, str]:
@@ -86,9 +97,10 @@ def _is_location(node: Node) -> bool:
 class Uses:
     """Reads the uses in one file's calls and assignments."""
 
-    def __init__(self, values: Values, emit: Emit) -> None:
+    def __init__(self, values: Values, emit: Emit, scopes: Scopes) -> None:
         self.values = values
         self.emit = emit
+        self.scopes = scopes
         self.appended: dict[tuple[int, str], set[str]] = defaultdict(set)
         self.xhr_headers: dict[tuple[int, str], set[str]] = defaultdict(set)
         self.xhr_body: dict[tuple[int, str], Node] = {}
@@ -99,7 +111,7 @@ class Uses:
         if receiver is None or name not in ("append", "set", "setRequestHeader", "send"):
             return
         args = arguments(call)
-        key = (scope_of(call), receiver)
+        key = (self.scopes.of(call), receiver)
         if name == "send":
             if args:
                 self.xhr_body[key] = args[0]
@@ -119,7 +131,7 @@ class Uses:
         if not args:
             return
         line = call.start_point.row + 1
-        scope = scope_of(call)
+        scope = self.scopes.of(call)
         if name == "fetch" and (receiver is None or receiver in _GLOBALS):
             options = self.values.pairs(args[1]) if len(args) > 1 else {}
             method = (literal(options.get("method")) or "GET").upper()

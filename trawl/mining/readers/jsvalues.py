@@ -68,11 +68,15 @@ class Values:
         #: name -> the value node of its only declaration in the file
         self.declared = declared
 
-    def value(self, node: Node | None, used: list[Node] | None = None) -> str | None:
+    def value(
+        self, node: Node | None, used: list[Node] | None = None, chained: set[tuple[int, int]] | None = None
+    ) -> str | None:
         """The string ``node`` evaluates to with ``EXPR`` for unknown parts; ``None`` when no part is known.
 
         The literal nodes that made the value are appended to ``used`` (so that they are
-        not reported again as bare strings).
+        not reported again as bare strings), the ``+`` nodes read to ``chained`` (so that a
+        part of a chain is not read again on its own: ``node.parent`` costs the node's depth
+        in tree-sitter, so the caller cannot ask whether a ``+`` is inside another).
         """
         if node is None:
             return None
@@ -86,6 +90,8 @@ class Values:
             if kind == "parenthesized_expression" and current.named_child_count == 1:
                 stack.append(current.named_children[0])
             elif kind == "binary_expression" and _operator(current) == "+":
+                if chained is not None:
+                    chained.add((current.start_byte, current.end_byte))
                 left, right = current.child_by_field_name("left"), current.child_by_field_name("right")
                 stack.extend(n for n in (right, left) if n is not None)
             elif kind == "string":
