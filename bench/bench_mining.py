@@ -30,24 +30,43 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.test_mining_extract import (  # noqa: E402
-    CASES,
+    CORPUS,
     endpoint_key,
     expected_endpoints,
-    mine,
     placeholder,
 )
 from trawl.mining import extract_file  # noqa: E402
 
+#: Files written after the readers, their answers written before the readers first saw them, never tuned on.
+HOLDOUT = ROOT / "bench" / "data" / "mining_holdout"
 
-def score(extract) -> tuple[int, int, int]:
-    """(true positives, found, expected) summed over the corpus, endpoints and secrets together."""
+
+def cases(folder: Path) -> list[str]:
+    return sorted(p.name.removesuffix(".expected.json") for p in folder.glob("*.expected.json"))
+
+
+def mine(folder: Path, name: str, extract) -> tuple[dict, object]:
+    expected = json.loads((folder / f"{name}.expected.json").read_text(encoding="utf-8"))
+    body = (folder / name).read_bytes()
+    return expected, extract(body, expected["url"], expected["mime"], secrets=expected.get("secrets", False))
+
+
+def score(extract, urls_only: bool = False, folder: Path = CORPUS) -> tuple[int, int, int]:
+    """(true positives, found, expected) summed over the corpus, endpoints and secrets together.
+
+    ``urls_only`` compares the sets of endpoint URLs alone (how, method and parameters
+    ignored): what a URL-list tool can be judged on.
+    """
     hits = found_total = expected_total = 0
-    for name in CASES:
-        expected, found = mine(name, extract)
+    for name in cases(folder):
+        expected, found = mine(folder, name, extract)
         got = {endpoint_key(e) for e in found.endpoints} | {(s.rule, s.value, s.line) for s in found.secrets}
         want = expected_endpoints(expected) | {
             (s["rule"], s["value"], s["line"]) for s in expected.get("found_secrets", ())
         }
+        if urls_only:
+            got = {e.url for e in found.endpoints}
+            want = {e["url"] for e in expected["endpoints"]}
         hits += len(got & want)
         found_total += len(got)
         expected_total += len(want)
@@ -172,15 +191,25 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=50.0)
     parser.add_argument("--big-mb", type=float, default=20.0)
     parser.add_argument("--seed", type=int, default=18)
+    parser.add_argument("--corpus-only", action="store_true", help="precision and recall only")
     args = parser.parse_args()
 
-    for label, extract in (("readers", extract_file), ("placeholder regex", placeholder)):
-        hits, found, expected = score(extract)
+    for folder, label, extract, urls_only in (
+        (CORPUS, "readers", extract_file, False),
+        (CORPUS, "placeholder regex", placeholder, False),
+        (CORPUS, "readers, URLs only", extract_file, True),
+        (CORPUS, "placeholder regex, URLs only", placeholder, True),
+        (HOLDOUT, "readers", extract_file, False),
+        (HOLDOUT, "readers, URLs only", extract_file, True),
+    ):
+        hits, found, expected = score(extract, urls_only, folder)
         print(
-            f"corpus ({len(CASES)} files), {label}: precision {hits / max(found, 1):.3f} "
+            f"{folder.name} ({len(cases(folder))} files), {label}: precision {hits / max(found, 1):.3f} "
             f"({hits}/{found}), recall {hits / max(expected, 1):.3f} ({hits}/{expected})"
         )
 
+    if args.corpus_only:
+        return
     files = corpus(args.mb, args.seed)
     size = sum(len(body) for body, _, _ in files)
     cpu, wall = time.process_time(), time.perf_counter()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from functools import lru_cache
 from urllib.parse import unquote, urljoin, urlsplit
 
 EXPR = "EXPR"
@@ -30,6 +31,7 @@ def collapse(value: str) -> str:
     return _EXPRS.sub(EXPR, value)
 
 
+@lru_cache(maxsize=1 << 16)  # the same paths recur across a site's files and captures
 def resolve(raw: str, base: str) -> str | None:
     """The absolute URL ``raw`` names from a file at ``base``; ``None`` when it is dropped."""
     value = raw.strip()
@@ -48,6 +50,7 @@ def resolve(raw: str, base: str) -> str | None:
     return absolute or None
 
 
+@lru_cache(maxsize=1 << 16)
 def query_names(url: str) -> tuple[str, ...]:
     """The parameter names of ``url``'s query string, sorted; unknown (``EXPR``) names left out."""
     try:

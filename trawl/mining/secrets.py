@@ -76,6 +76,27 @@ RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         ),
     ),
 )
+#: Substrings a rule needs before its regex runs (``str.find`` is a memchr scan; a regex
+#: starting with ``\b`` or a case-insensitive alternation tests every position): on a
+#: 1 MB bundle without secrets this took the rules from 0.9 s to a few ms.
+GATES: dict[str, tuple[str, ...]] = {
+    "aws-access-key-id": ("AKIA", "ASIA", "ABIA", "ACCA"),
+    "github-token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "slack-token": ("xox",),
+    "slack-webhook": ("hooks.slack.com",),
+    "google-api-key": ("AIza",),
+    "stripe-secret-key": ("sk_live_", "sk_test_", "rk_live_", "rk_test_"),
+    "sendgrid-api-key": ("SG.",),
+    "twilio-api-key": ("SK",),
+    "mailgun-api-key": ("key-",),
+    "private-key": ("-----BEGIN",),
+    "jwt": ("eyJ",),
+}
+#: Gates on the lower-cased text.
+LOWER_GATES: dict[str, tuple[str, ...]] = {
+    "aws-secret-key": ("aws",),
+    "generic-secret": ("secret", "token", "passw", "api_key", "api-key", "apikey", "access", "auth"),
+}
 _DECOYS = re.compile(r"EXAMPLE|example|xxxx|XXXX|0000000|your|YOUR|<|\$\{|\{\{|process\.env")
 
 
@@ -94,9 +115,14 @@ def _generic_ok(value: str) -> bool:
 def find(text: str, source: str | None = None) -> list[Secret]:
     """Every rule's matches in ``text``, in order of position; one finding per value and line."""
     lines = Lines(text)
+    lower = text.lower()
     found: dict[tuple[str, int], Secret] = {}
     claimed: set[str] = set()
     for rule, pattern in RULES:
+        if rule in GATES and not any(gate in text for gate in GATES[rule]):
+            continue
+        if rule in LOWER_GATES and not any(gate in lower for gate in LOWER_GATES[rule]):
+            continue
         for match in pattern.finditer(text):
             value = match.group(1)
             if _DECOYS.search(value) or value in claimed:
