@@ -20,10 +20,10 @@ class Endpoint:
     paths are resolved against the file's URL); a value built from unknown parts
     keeps ``EXPR`` where the unknown part was (jsluice's placeholder). ``method`` is
     ``None`` when the file does not say (a plain link is not a GET: it is unknown).
-    ``how`` names the use: ``fetch``, ``xhr``, ``jquery``, ``location``, ``open``,
-    ``href``, ``src``, ``form``, ``link``, ``script``, ``meta-refresh``, ``json``,
-    ``xml``, ``sitemap``, ``sourcemap``, ``string`` (an API-looking literal) or
-    ``regex`` (the fallback for files the parser cannot read).
+    ``how`` names the use: ``fetch``, ``xhr``, ``jquery``, ``axios``, ``location``,
+    ``open``, ``import``, ``importmap``, ``href``, ``src``, ``form``, ``link``, ``script``,
+    ``meta-refresh``, ``json``, ``xml``, ``sitemap``, ``sourcemap``, ``string`` (an
+    API-looking literal) or ``regex`` (the fallback for files the parser cannot read).
     """
 
     url: str

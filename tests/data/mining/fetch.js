@@ -35,5 +35,12 @@ function track(evt) {
   });
 }
 
+function login(email, password) {
+  const body = new URLSearchParams();
+  body.set("email", email);
+  body.set("password", password);
+  return fetch("/account/login", { method: "POST", body });
+}
+
 fetch("data/config.json").then(r => r.json());
 fetch(someUrl);

@@ -1,5 +1,6 @@
 """HTML through lxml's parser (libxml2, error-recovering): links, resources, forms, meta refresh.
 
+- ``srcset`` candidates of ``<img>``/``<source>`` and ``<video poster>``: ``src`` too.
 - ``<a>``/``<area href>``: ``href``; ``<link href>``: ``link``; ``<script src>``: ``script``;
   ``<img>``, ``<iframe>``, ``<frame>``, ``<embed>``, ``<source>``, ``<audio>``, ``<video>``,
   ``<track>`` ``src`` and ``<object data>``: ``src``; ``<meta http-equiv=refresh>``: ``meta-refresh``.
@@ -41,6 +42,8 @@ _ATTRIBUTES = {
     "track": ("src", "src"),
     "object": ("data", "src"),
 }
+#: Elements whose ``srcset``/``poster`` hold image URLs too.
+_SRCSET = frozenset({"img", "source", "video"})
 _FIELDS = ("input", "select", "textarea", "button")
 _JS_TYPES = frozenset(
     {
@@ -87,6 +90,9 @@ def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | 
             attribute, how = _ATTRIBUTES[tag]
             if element.get(attribute):
                 collector.add(element.get(attribute, ""), how, line)
+        for attribute in ("srcset", "poster") if tag in _SRCSET else ():
+            for candidate in _candidates(element.get(attribute) or "", attribute):
+                collector.add(candidate, "src", line)
         if tag == "form":
             _form(element, collector, line)
         elif tag in _FIELDS and element.get("name"):
@@ -101,6 +107,13 @@ def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | 
                 if script is not None:
                     collector.merge(_shift(script, line - 1))
     return collector.findings("html")
+
+
+def _candidates(value: str, attribute: str) -> list[str]:
+    """``poster``'s one URL; ``srcset``'s URLs (``/a.webp 2x, /b.webp 1x``: the descriptors dropped)."""
+    if attribute == "poster":
+        return [value.strip()] if value.strip() else []
+    return [part.split()[0] for part in value.split(",") if part.split()]
 
 
 def _form(form: lxml.html.HtmlElement, collector: Collector, line: int) -> None:

@@ -29,6 +29,8 @@ MAX_ERROR_RATIO = 0.25
 #: Pages of ``//# sourceMappingURL=`` (and the old ``//@``) comments.
 SOURCE_MAPPING_URL = re.compile(rb"//[#@][ \t]*sourceMappingURL=([^\s'\"*]+)")
 
+#: Module specifiers that are URLs (relative to the module's own URL, by the ES spec).
+_URL_SPECIFIERS = ("./", "../", "/", "http://", "https://")
 _LANGUAGE = Language(tree_sitter_javascript.language())
 _QUERY = Query(
     _LANGUAGE,
@@ -40,6 +42,9 @@ _QUERY = Query(
     (template_string) @template
     (string) @string
     (ERROR) @error
+    (import_statement source: (string) @import)
+    (export_statement source: (string) @import)
+    (call_expression function: (import) arguments: (arguments . (_) @import))
     [(function_declaration) (function_expression) (arrow_function) (method_definition)
      (generator_function_declaration) (generator_function)] @function
     """,
@@ -103,7 +108,7 @@ def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | 
         value = values.value(node, literals)
         if value is None:
             return
-        if node.type == "identifier" and text(node) in values.declared:
+        if node.type in ("identifier", "shorthand_property_identifier") and text(node) in values.declared:
             declared = values.declared[text(node)]
             used.add((declared.start_byte, declared.end_byte))
         used.update((n.start_byte, n.end_byte) for n in literals)
@@ -117,6 +122,10 @@ def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | 
         uses.call(call)
     for assignment in captures.get("assign", []):
         uses.assignment(assignment)
+    for specifier in captures.get("import", []):
+        value = values.value(specifier)
+        if value and value.startswith(_URL_SPECIFIERS):  # not a bare `react`: that is a package name
+            emit(specifier, "import", specifier.start_point.row + 1)
     _bare_literals(captures, values, collector, used)
     for match in SOURCE_MAPPING_URL.finditer(body):
         collector.add(

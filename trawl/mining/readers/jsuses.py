@@ -12,6 +12,8 @@
   ``el.href = url``/``el.src = url``/``form.action = url`` and ``setAttribute`` of the
   same: ``href``/``src``/``form``; ``window.open(url)``: ``open``. These have no method:
   the file does not say one.
+- ``import ... from "./x.js"``, ``export ... from``, ``import("./x.js")``: ``import``, when the
+  specifier is a URL (``./``, ``../``, ``/``, ``http(s)://``), not a package name.
 - Body parameter names come from object literals, ``JSON.stringify({...})``,
   ``URLSearchParams``/``FormData`` (their ``append``/``set`` calls in the same function),
   ``a=1&b=2`` strings; header names from object literals, ``new Headers({...})`` and

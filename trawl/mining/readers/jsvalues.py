@@ -15,6 +15,8 @@ from tree_sitter import Node
 
 from trawl.mining.resolve import EXPR, collapse, form_names
 
+#: Nodes that name a variable: `x`, and `x` in the shorthand object `{ x }`.
+_NAMES = frozenset({"identifier", "shorthand_property_identifier"})
 _ESCAPE = re.compile(r"\\(u\{[0-9a-fA-F]{1,6}\}|u[0-9a-fA-F]{4}|x[0-9a-fA-F]{2}|\r\n|.)", re.DOTALL)
 _SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f", "v": "\v", "0": "\0", "\n": "", "\r\n": ""}
 
@@ -104,7 +106,7 @@ class Values:
                 known = True
                 if used is not None:
                     used.append(current)
-            elif kind == "identifier" and budget > 0 and text(current) in self.declared:
+            elif kind in _NAMES and budget > 0 and text(current) in self.declared:
                 budget -= 1  # `var a = "/x" + a` must not loop
                 declared = self.declared[text(current)]
                 if declared.type in ("string", "template_string", "binary_expression"):
@@ -117,12 +119,12 @@ class Values:
 
     def resolve_name(self, node: Node | None) -> Node | None:
         """An identifier's declared value node (one hop); any other node as it is."""
-        if node is not None and node.type == "identifier":
+        if node is not None and node.type in _NAMES:
             return self.declared.get(text(node), node)
         return node
 
     def pairs(self, node: Node | None) -> dict[str, Node | None]:
-        """An object literal's keys and value nodes (shorthand ``{a}`` has no value node)."""
+        """An object literal's keys and value nodes (for shorthand ``{a}``, the name ``a`` itself)."""
         node = self.resolve_name(node)
         found: dict[str, Node | None] = {}
         if node is None or node.type != "object":
@@ -136,7 +138,7 @@ class Values:
                 if name:
                     found[name] = child.child_by_field_name("value")
             elif child.type == "shorthand_property_identifier":
-                found[text(child)] = None
+                found[text(child)] = child  # `{ body }`: the value is the name `body`
         return found
 
     def names(self, node: Node | None, appended: set[str] | None = None) -> set[str]:
