@@ -83,6 +83,8 @@ def _path_part(value: str) -> str:
 
 def api_like(value: str) -> bool:
     """Whether a bare string found in a file counts as an endpoint (the module docstring's rules)."""
+    if "/" not in value and "." not in value and not value.lower().endswith("graphql"):
+        return False  # every rule below needs one of these: most literals of a bundle stop here
     if len(value) < 2 or len(value) > MAX_URL or _BAD_CHARS.search(value):
         return False
     if _MIME.match(value) or _DATE.match(value) or value.startswith("@"):

@@ -92,8 +92,8 @@ GATES: dict[str, tuple[str, ...]] = {
     "private-key": ("-----BEGIN",),
     "jwt": ("eyJ",),
 }
-#: Gates on the lower-cased text.
-LOWER_GATES: dict[str, tuple[str, ...]] = {
+#: The words the two case-insensitive rules start with: their regex is tried only where one is.
+KEYWORDS: dict[str, tuple[str, ...]] = {
     "aws-secret-key": ("aws",),
     "generic-secret": ("secret", "token", "passw", "api_key", "api-key", "apikey", "access", "auth"),
 }
@@ -112,23 +112,49 @@ def _generic_ok(value: str) -> bool:
     )
 
 
+def _starts(lower: str, words: tuple[str, ...]) -> list[int]:
+    """Offsets of every keyword in the lower-cased text, in order (``str.find``, not a regex scan)."""
+    found = []
+    for word in words:
+        at = lower.find(word)
+        while at != -1:
+            found.append(at)
+            at = lower.find(word, at + 1)
+    return sorted(found)
+
+
+def _matches(rule: str, pattern: re.Pattern[str], text: str, lower: str) -> list[re.Match[str]]:
+    """The rule's matches: a scan for the vendor-prefixed rules, anchored tries at each keyword
+    for the two rules that start with a case-insensitive word (scanning those tested every position)."""
+    if rule in GATES:
+        return list(pattern.finditer(text)) if any(gate in text for gate in GATES[rule]) else []
+    if rule in KEYWORDS:
+        matches, end = [], 0
+        for at in _starts(lower, KEYWORDS[rule]):
+            if at < end:
+                continue
+            match = pattern.match(text, at)
+            if match:
+                matches.append(match)
+                end = match.end()
+        return matches
+    return list(pattern.finditer(text))
+
+
 def find(text: str, source: str | None = None) -> list[Secret]:
     """Every rule's matches in ``text``, in order of position; one finding per value and line."""
-    lines = Lines(text)
     lower = text.lower()
+    lines: Lines | None = None
     found: dict[tuple[str, int], Secret] = {}
     claimed: set[str] = set()
     for rule, pattern in RULES:
-        if rule in GATES and not any(gate in text for gate in GATES[rule]):
-            continue
-        if rule in LOWER_GATES and not any(gate in lower for gate in LOWER_GATES[rule]):
-            continue
-        for match in pattern.finditer(text):
+        for match in _matches(rule, pattern, text, lower):
             value = match.group(1)
             if _DECOYS.search(value) or value in claimed:
                 continue
             if rule == "generic-secret" and not _generic_ok(value):
                 continue
+            lines = lines or Lines(text)
             line = lines.line(match.start(1))
             claimed.add(value)  # a GitHub token assigned to `token` is a github-token, not also generic
             found.setdefault((value, line), Secret(rule=rule, value=value, line=line, source=source))

@@ -22,7 +22,7 @@ from trawl.mining.collect import Collector
 from trawl.mining.findings import FileFindings
 from trawl.mining.policy import api_like
 from trawl.mining.readers.jsuses import Scopes, Uses
-from trawl.mining.readers.jsvalues import Values, text
+from trawl.mining.readers.jsvalues import Values, literal, text
 
 #: Above this share of bytes under ERROR nodes, the file is read by the regex fallback.
 MAX_ERROR_RATIO = 0.25
@@ -154,6 +154,6 @@ def _bare_literals(
     for node in captures.get("template", []) + captures.get("string", []):
         if (node.start_byte, node.end_byte) in used:
             continue
-        value = values.value(node)
+        value = literal(node) if node.type == "string" else values.value(node)
         if value and api_like(value):
             collector.add(value, "string", node.start_point.row + 1)
