@@ -256,3 +256,9 @@ def test_deep_nesting_is_read_without_recursion() -> None:
     html_body = b"<div>" * depth + b'<a href="/deep/link">x</a>' + b"</div>" * depth
     found = extract_file(html_body, "https://h.example/", "text/html")
     assert "https://h.example/deep/link" in {e.url for e in found.endpoints}
+
+
+def test_html_base_href_changes_what_relative_links_resolve_against() -> None:
+    body = b'<html><head><base href="https://cdn.example.net/v2/"></head><body><a href="page.html">p</a></body></html>'
+    found = extract_file(body, "https://h.example/dir/index.html", "text/html")
+    assert [e.url for e in found.endpoints] == ["https://cdn.example.net/v2/page.html"]

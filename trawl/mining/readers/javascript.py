@@ -14,6 +14,7 @@ minified bundle and a 100,000-deep nesting cost no Python recursion.
 from __future__ import annotations
 
 import re
+import threading
 
 import tree_sitter_javascript
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
@@ -49,14 +50,15 @@ _QUERY = Query(
      (generator_function_declaration) (generator_function)] @function
     """,
 )
-_parser: Parser | None = None
+_local = threading.local()
 
 
 def _parse(body: bytes) -> Node:
-    global _parser
-    if _parser is None:  # one per process: the pool's workers each build their own
-        _parser = Parser(_LANGUAGE)
-    return _parser.parse(body).root_node
+    """One parser per thread (a tree-sitter parser is not thread-safe; the pool's workers each get theirs)."""
+    parser = getattr(_local, "parser", None)
+    if parser is None:
+        parser = _local.parser = Parser(_LANGUAGE)
+    return parser.parse(body).root_node
 
 
 def error_ratio(errors: list[Node], size: int) -> float:
