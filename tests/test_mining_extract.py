@@ -259,6 +259,6 @@ def test_deep_nesting_is_read_without_recursion() -> None:
 
 
 def test_html_base_href_changes_what_relative_links_resolve_against() -> None:
-    body = b'<html><head><base href="https://cdn.example.net/v2/"></head><body><a href="page.html">p</a></body></html>'
+    body = b'<html><head><base href="https://cdn.example.net/v2/"></head><body><a href="page.html">p</a>'
     found = extract_file(body, "https://h.example/dir/index.html", "text/html")
     assert [e.url for e in found.endpoints] == ["https://cdn.example.net/v2/page.html"]
