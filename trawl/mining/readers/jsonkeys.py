@@ -62,12 +62,11 @@ def _walk(data: object, collector: Collector, positions: _Positions) -> None:
             continue
         key, value = entry
         if key is not None:
-            path = collapse(_TEMPLATE.sub(EXPR, key))
-            if key.startswith("/") and api_like(path):
+            path = collapse(_TEMPLATE.sub(EXPR, key)) if key.startswith("/") else ""
+            if path and api_like(path):
                 collector.add(path, "json", positions.line(key))
             elif _PARAM.match(key):
                 collector.params.add(key)
-                positions.line(key)
         if isinstance(value, dict | list):
             stack.append(_entries(value))
         else:
