@@ -10,8 +10,10 @@
    JavaScript, HTML pages with forms and inline scripts, JSON, sitemaps, source maps),
    mined in this process one file after another; MB/s per core is bytes over this
    process's CPU time. Peak RSS from ``getrusage``.
-3. **Pathological**: one 20 MB single-line minified file (``--big-mb``) and a
-   60,000-deep nesting, each timed once.
+3. **Pathological**: one 20 MB single-line minified file (``--big-mb``), as shipped (over
+   ``PARSE_MAX_BYTES``: the regex fallback) and with the cap lifted (tree-sitter), and a
+   60,000-deep nesting, each timed once. Every measure runs in a child process of its
+   own, so each peak RSS is that measure's.
 
     python bench/bench_mining.py [--mb 50] [--big-mb 20] [--seed 18]
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import random
 import resource
 import sys
@@ -35,6 +38,7 @@ from tests.test_mining_extract import (  # noqa: E402
     expected_endpoints,
     placeholder,
 )
+from trawl.mining import extract as extract_module  # noqa: E402
 from trawl.mining import extract_file  # noqa: E402
 
 #: Files written after the readers, their answers written before the readers first saw them, never tuned on.
@@ -210,35 +214,60 @@ def main() -> None:
 
     if args.corpus_only:
         return
-    files = corpus(args.mb, args.seed)
+    # Each measure in a child process of its own, so that each peak RSS is its own.
+    context = multiprocessing.get_context("fork")
+    for measure, parameters in (
+        (_mixed, (args.mb, args.seed)),
+        (_big, (args.big_mb, args.seed, None)),
+        (_big, (args.big_mb, args.seed, 64 * 1024 * 1024)),
+        (_deep, (60_000,)),
+    ):
+        with context.Pool(1) as pool:
+            line, rss = pool.apply(measure, parameters)
+        print(f"{line}; peak RSS {rss:.0f} MB")
+
+
+def _rss() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _mixed(mb: float, seed: int) -> tuple[str, float]:
+    files = corpus(mb, seed)
     size = sum(len(body) for body, _, _ in files)
     cpu, wall = time.process_time(), time.perf_counter()
     endpoints = 0
     for body, url, mime in files:
         endpoints += len(extract_file(body, url, mime, secrets=True).endpoints)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    print(
+    return (
         f"mixed corpus: {len(files)} files, {size / 1e6:.1f} MB, {endpoints} endpoints, "
         f"{cpu:.1f} s CPU ({wall:.1f} s wall): {size / 1e6 / cpu:.2f} MB/s per core (secrets on)"
-    )
+    ), _rss()
 
-    rng = random.Random(args.seed)
-    big = _js(rng, int(args.big_mb * 1024 * 1024), True)
+
+def _big(mb: float, seed: int, parse_cap: int | None) -> tuple[str, float]:
+    """One single-line minified file: as shipped, or with the parse cap lifted to ``parse_cap``."""
+    if parse_cap is not None:
+        extract_module.PARSE_MAX_BYTES = parse_cap
+    big = _js(random.Random(seed), int(mb * 1024 * 1024), True)
     cpu = time.process_time()
     found = extract_file(big, "https://app.example.com/big.min.js", "application/javascript", secrets=True)
     cpu = time.process_time() - cpu
-    print(
-        f"one {len(big) / 1e6:.1f} MB single-line minified file: {cpu:.1f} s CPU, reader {found.reader}, "
-        f"{len(found.endpoints)} endpoints"
-    )
-    depth = 60_000
+    label = "as shipped" if parse_cap is None else f"parse cap lifted to {parse_cap >> 20} MiB"
+    return (
+        f"one {len(big) / 1e6:.1f} MB single-line minified file ({label}): {cpu:.1f} s CPU, "
+        f"reader {found.reader}, {len(found.endpoints)} endpoints"
+    ), _rss()
+
+
+def _deep(depth: int) -> tuple[str, float]:
     deep = b"var a = " + b"[" * depth + b'fetch("/api/deep")' + b"]" * depth + b";"
     cpu = time.process_time()
     found = extract_file(deep, "https://app.example.com/deep.js", "application/javascript")
-    print(
-        f"{depth:,}-deep nesting: {time.process_time() - cpu:.2f} s CPU, {len(found.endpoints)} endpoint(s)"
+    return (
+        f"{depth:,}-deep nesting: {time.process_time() - cpu:.2f} s CPU, {len(found.endpoints)} endpoint(s)",
+        _rss(),
     )
-    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
 
 
 if __name__ == "__main__":
