@@ -6,7 +6,8 @@ than :data:`MAX_ERROR_RATIO` of the bytes the tree says little, and the file goe
 the regex fallback instead (:func:`read` returns ``None``). Below that, tree-sitter's
 error recovery keeps the rest of the file readable.
 
-One tree-sitter query finds every node of interest in C; Python only visits those
+One tree-sitter query finds every node of interest in C (string literals only when
+they hold a ``/``, a ``.`` or ``graphql``: the precision policy needs one of them); Python only visits those
 (calls, assignments, declarations, literals), never the whole tree, so a 20 MB
 minified bundle and a 100,000-deep nesting cost no Python recursion.
 """
@@ -41,7 +42,7 @@ _QUERY = Query(
     (variable_declarator name: (identifier) @name value: (_) @value)
     (binary_expression) @concat
     (template_string) @template
-    (string) @string
+    ((string) @string (#match? @string "[./]|[gG][rR][aA][pP][hH][qQ][lL]"))
     (ERROR) @error
     (import_statement source: (string) @import)
     (export_statement source: (string) @import)
