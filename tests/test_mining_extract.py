@@ -262,3 +262,48 @@ def test_html_base_href_changes_what_relative_links_resolve_against() -> None:
     body = b'<html><head><base href="https://cdn.example.net/v2/"></head><body><a href="page.html">p</a>'
     found = extract_file(body, "https://h.example/dir/index.html", "text/html")
     assert [e.url for e in found.endpoints] == ["https://cdn.example.net/v2/page.html"]
+
+
+@pytest.mark.parametrize(
+    "mime", ["application/javascript", "text/html", "application/json", "application/xml", None, "text/plain"]
+)
+def test_garbage_never_raises(mime: str | None) -> None:
+    """Archived bytes are anything: every reader either reads them or hands them to the fallback."""
+    import random
+
+    rng = random.Random(18)
+    pieces = [
+        b"<",
+        b">",
+        b"{",
+        b"}",
+        b"[",
+        b"]",
+        b'"',
+        b"'",
+        b"`",
+        b"${",
+        b"/api/",
+        b"\\",
+        b"\x00",
+        b"\xff\xfe",
+        b"fetch(",
+        b")",
+        b"<!ENTITY",
+        b"<?xml",
+        b"<a href=",
+        b"http://",
+        b"//# sourceMappingURL=",
+        b"\n",
+        b"&#x",
+        b"sources",
+        b"mappings",
+        b":",
+        b",",
+        b"+",
+        b"EXPR",
+    ]
+    for _ in range(300):
+        body = b"".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        found = extract_file(body, "https://h.example/x", mime, secrets=True)
+        assert isinstance(found, FileFindings)

@@ -98,6 +98,10 @@ def _gather(root: Node) -> tuple[dict[str, list[Node]], dict[str, Node]]:
 
 def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | None:
     """The file's findings; ``None`` when it is too broken for the tree to be trusted."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:  # the query's #match? reads node text as strict UTF-8
+        body = body.decode("utf-8", "replace").encode("utf-8")
     root = _parse(body)
     captures, declared = _gather(root)
     if error_ratio(captures.get("error", []), len(body)) > MAX_ERROR_RATIO:
