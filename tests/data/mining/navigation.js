@@ -17,3 +17,4 @@ function mail() { location.href = "mailto:support@example.com"; }
 function js() { link.href = "javascript:void(0)"; }
 function anchor() { location.hash = "#top"; link.href = "#section-2"; }
 const form = document.forms[0]; form.action = "/account/delete";
+function wrapped() { open("GET", "/legacy/ping"); }

@@ -161,8 +161,8 @@ class Uses:
                     body=self._names(self.xhr_body.get(key), scope),
                     headers=self.xhr_headers.get(key, ()),
                 )
-            elif receiver is None or receiver in _GLOBALS:
-                self.emit(args[0], "open", line)
+            elif (receiver is None or receiver in _GLOBALS) and not (method and method.upper() in METHODS):
+                self.emit(args[0], "open", line)  # not a local open("GET", url): that is no window
         elif name in ("assign", "replace") and receiver is not None and receiver.endswith("location"):
             self.emit(args[0], "location", line)
         elif name == "setAttribute" and len(args) > 1 and literal(args[0]) in _ELEMENT_PROPERTIES:
