@@ -1,7 +1,8 @@
 """JSON: every key is a parameter name, every URL-looking string value an endpoint (``json``).
 
 A key that is itself a path (an OpenAPI ``paths`` object: ``"/users/{id}"``) is an
-endpoint, not a parameter, with ``{id}`` as the unknown part ``EXPR``. Values go through
+endpoint, not a parameter, with ``{id}`` as the unknown part ``EXPR``; an OpenAPI
+parameter object's ``name`` is a parameter name too. Values go through
 the precision policy. The walk is iterative, and orjson refuses nesting deeper than
 1,024 (the file then goes to the regex fallback), so depth costs nothing.
 
@@ -24,6 +25,8 @@ from trawl.mining.resolve import EXPR, Lines, collapse
 
 #: A key that can be a parameter name (not prose, not a path, not a hash).
 _PARAM = re.compile(r"^[A-Za-z_$][\w$.\-\[\]]{0,63}$")
+#: Where an OpenAPI/Swagger parameter object (``{"name": "limit", "in": "query"}``) puts it.
+_OPENAPI_IN = frozenset({"query", "path", "header", "cookie", "formData", "body"})
 _TEMPLATE = re.compile(r"\{[^{}/]{1,64}\}")
 
 
@@ -68,6 +71,12 @@ def _walk(data: object, collector: Collector, positions: _Positions) -> None:
             elif _PARAM.match(key):
                 collector.params.add(key)
         if isinstance(value, dict | list):
+            if (
+                isinstance(value, dict)
+                and value.get("in") in _OPENAPI_IN
+                and isinstance(value.get("name"), str)
+            ):
+                collector.params.add(value["name"])  # an OpenAPI/Swagger parameter object
             stack.append(_entries(value))
         else:
             _value(value, collector, positions)
