@@ -105,17 +105,23 @@ def spread_bench(pages: int, latency: float, counts: list[int]) -> None:
     print(f"one domain, {pages:,} wayback CDX pages of 3 URLs, {latency} s a page")
     runs = [(n, True) for n in counts] + [(n, False) for n in counts if n > 1]
     for workers, spread in runs:
-        with tempfile.TemporaryDirectory() as folder, RedisServer() as server, FakeCdxServer(
-            rows, lines_per_page=3, latency=latency
-        ) as cdx:
+        with (
+            tempfile.TemporaryDirectory() as folder,
+            RedisServer() as server,
+            FakeCdxServer(rows, lines_per_page=3, latency=latency) as cdx,
+        ):
             work = Path(folder)
             client = redis.Redis.from_url(server.url)
             store = work / "spread.db"
             own = {**COMMON, "TRAWL_REDIS_URL": server.url, "STORE_URI": f"sqlite:///{store}",
                    "QUEUE_HEARTBEAT": "1", "SPREAD_PAGES": str(spread)}  # fmt: skip
             processes = [
-                subprocess.Popen([*TRAWL, "worker", *settings_args(own)], cwd=work,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+                subprocess.Popen(
+                    [*TRAWL, "worker", *settings_args(own)],
+                    cwd=work,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )  # fmt: skip
                 for _ in range(workers)
             ]
             queue = WorkQueue(client)

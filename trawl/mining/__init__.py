@@ -3,6 +3,12 @@
 The one entry point is :func:`extract_file`: bytes, the file's URL and MIME type
 in; a :class:`~trawl.mining.findings.FileFindings` out. Callers (the responses
 source's mining stage, the live crawl's JS files) never pick a reader themselves.
+
+Modules: ``extract`` (picks the reader, caps sizes, runs secrets), ``findings`` (the
+values handed back), ``collect`` (resolution and de-duplication every reader shares),
+``resolve`` (what is dropped, what a value resolves to), ``policy`` (which bare strings
+count), ``secrets`` (the patterns), ``readers/`` (one per file type). docs/mining.md is
+the reference.
 """
 
 from trawl.mining.extract import extract_file

@@ -20,10 +20,10 @@ class Endpoint:
     paths are resolved against the file's URL); a value built from unknown parts
     keeps ``EXPR`` where the unknown part was (jsluice's placeholder). ``method`` is
     ``None`` when the file does not say (a plain link is not a GET: it is unknown).
-    ``how`` names the use: ``fetch``, ``xhr``, ``jquery``, ``location``, ``open``,
-    ``href``, ``src``, ``form``, ``link``, ``script``, ``meta-refresh``, ``json``,
-    ``xml``, ``sitemap``, ``sourcemap``, ``string`` (an API-looking literal) or
-    ``regex`` (the fallback for files the parser cannot read).
+    ``how`` names the use: ``fetch``, ``xhr``, ``jquery``, ``axios``, ``location``,
+    ``open``, ``import``, ``importmap``, ``href``, ``src``, ``form``, ``link``, ``script``,
+    ``meta-refresh``, ``json``, ``xml``, ``sitemap``, ``sourcemap``, ``string`` (an
+    API-looking literal) or ``regex`` (the fallback for files the parser cannot read).
     """
 
     url: str
@@ -33,6 +33,8 @@ class Endpoint:
     body: tuple[str, ...] = ()
     headers: tuple[str, ...] = ()
     line: int = 0
+    #: The original file a source map's ``sourcesContent`` held this in (resolved path); ``None`` otherwise.
+    source: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,8 @@ class Secret:
     rule: str
     value: str
     line: int
+    #: As :attr:`Endpoint.source`: the source map's original file the line is counted in.
+    source: str | None = None
 
 
 @dataclass(slots=True)
@@ -59,5 +63,7 @@ class FileFindings:
     #: A source map's original files: (path, content or None when the map holds no content).
     sources: list[tuple[str, str | None]] = field(default_factory=list)
     #: Which reader produced the findings: ``javascript``, ``html``, ``json``, ``xml``,
-    #: ``sourcemap`` or ``regex``.
+    #: ``sourcemap``, ``regex`` (the fallback) or ``skipped`` (an image, font, audio or video type).
     reader: str = "regex"
+    #: True when the file was longer than :data:`trawl.mining.extract.MAX_BYTES` and only its head was read.
+    truncated: bool = False

@@ -1,0 +1,109 @@
+"""The precision policy: which bare strings count as endpoints.
+
+A value a file *uses* as a URL (``fetch(x)``, ``<a href>``, ``location = x``) is always an
+endpoint. A string that merely sits in a file (a JavaScript literal, a JSON value, an XML
+attribute) is one only when it looks like a URL a server answers. The rules, in order
+(docs/mining.md has them with examples):
+
+1. Rejected: shorter than 2 or longer than 2,048 characters; any whitespace, quote,
+   ``<``, ``>``, ``\\``, ``{``, ``}``, ``|``, ``^``, backtick or ``*`` (prose, markup, globs,
+   templates of other languages); a MIME type (``text/html``, ``application/json``);
+   a date or a fraction (``12/31/2024``, ``1/2``); an npm scope (``@babel/core``);
+   an XML namespace or schema URL (``http://www.w3.org/2000/svg``).
+2. Accepted: an absolute ``http(s)``/``ws(s)`` URL or a protocol-relative ``//host.tld/...``
+   whose host has a dot (or is ``localhost``).
+3. Accepted: a root-relative path ``/seg...`` whose first segment holds a letter
+   (``/login``, ``/api/v1/users``, ``/static/app.css``); ``/1`` and ``/`` are not.
+   ``EXPR/users`` (an unknown base) is judged by what follows ``EXPR``.
+4. Accepted: a relative path whose first segment is an API word (``api``, ``v1``...,
+   ``graphql``, ``rest``, ``rpc``, ``ajax``, ``wp-json``, ``oauth``...) with a ``/`` after
+   it, or the word ``graphql`` alone; or a relative path ending in a server-side or data
+   extension (``.php``, ``.asp(x)``, ``.jsp``, ``.do``, ``.action``, ``.cgi``, ``.json``,
+   ``.xml``...). ``./data.json`` counts; ``./x.css``, ``./chunk.js`` and ``../lib/y`` do not:
+   in a bundle or an import statement they are module specifiers, not requests.
+5. Everything else is rejected (``react-dom/client``, ``en/US``, ``a/b``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from trawl.mining.resolve import EXPR, MAX_URL
+
+_BAD_CHARS = re.compile(r"[\s\"'<>\\{}|^`*]")
+_MIME = re.compile(
+    r"^(?:application|text|image|audio|video|font|multipart|message|model|x-[\w-]+)/[\w.+-]+$",
+    re.IGNORECASE,
+)
+_DATE = re.compile(r"^[\d.\-]+(?:/[\d.\-]+)+$")
+_ABSOLUTE = re.compile(
+    r"^(?:(?:https?|wss?):)?//(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}(?::\d+)?(?:[/?#]|$)"
+    r"|^(?:(?:https?|wss?):)?//(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|EXPR)(?::\d+)?(?:[/?#]|$)",
+    re.IGNORECASE,
+)
+_NAMESPACE_HOSTS = re.compile(
+    r"^(?:https?:)?//(?:www\.)?(?:w3\.org|w3c\.org|schemas\.xmlsoap\.org|schemas\.microsoft\.com"
+    r"|schema\.org|purl\.org|ns\.adobe\.com|schemas\.openxmlformats\.org|xmlns\.com)(?:[/?#]|$)",
+    re.IGNORECASE,
+)
+_ROOT = re.compile(r"^/(?!/)[^/?#]*[A-Za-z]")
+_API_WORD = re.compile(
+    r"^(?:\./)?(?:api|v\d{1,2}|graphql|gql|rest|rpc|jsonrpc|ajax|xhr|ws|services?|endpoints?|wp-json"
+    r"|oauth2?|auth|admin-ajax\.php)(?:/|$)",
+    re.IGNORECASE,
+)
+ENDPOINT_EXTENSIONS = (
+    ".php",
+    ".asp",
+    ".aspx",
+    ".ashx",
+    ".asmx",
+    ".axd",
+    ".jsp",
+    ".jspx",
+    ".do",
+    ".action",
+    ".cgi",
+    ".pl",
+    ".cfm",
+    ".svc",
+    ".json",
+    ".jsonp",
+    ".xml",
+    ".graphql",
+    ".gql",
+    ".wsdl",
+    ".txt",
+)
+
+
+def _path_part(value: str) -> str:
+    return value.split("?", 1)[0].split("#", 1)[0]
+
+
+def api_like(value: str) -> bool:
+    """Whether a bare string found in a file counts as an endpoint (the module docstring's rules)."""
+    if "/" not in value and "." not in value and not value.lower().endswith("graphql"):
+        return False  # every rule below needs one of these: most literals of a bundle stop here
+    if len(value) < 2 or len(value) > MAX_URL or _BAD_CHARS.search(value):
+        return False
+    if _MIME.match(value) or _DATE.match(value) or value.startswith("@"):
+        return False
+    if value.startswith(EXPR):
+        rest = value[len(EXPR) :]
+        return rest.startswith("/") and not rest.startswith("//") and bool(_ROOT.match(rest))
+    if _ABSOLUTE.match(value):
+        return not _NAMESPACE_HOSTS.match(value)
+    if value.startswith("/"):
+        return bool(_ROOT.match(value))
+    if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", value):  # another scheme: not ours
+        return False
+    path = _path_part(value).lower()
+    if _API_WORD.match(value) and ("/" in value.removeprefix("./") or path.endswith("graphql")):
+        return True
+    if path.endswith(ENDPOINT_EXTENSIONS) and not path.startswith("../"):
+        stem = path.rsplit("/", 1)[-1]
+        return len(stem) > max(len(ext) for ext in ENDPOINT_EXTENSIONS if path.endswith(ext)) and bool(
+            re.match(r"^[\w\-./%~]+$", path)
+        )
+    return False
