@@ -140,21 +140,20 @@ def test_the_listing_and_the_parameter_wordlist(workdir: Path) -> None:
     assert table.stdout.splitlines()[-1] == "1 endpoint", table.stdout
     params = run_scrapy(workdir, "params", "-a", "domain=example.com")
     assert params.returncode == 0, params.stderr
-    assert params.stdout == "id\npage\nquery\nsort\n"
+    assert params.stdout == "graphql\nid\npage\nquery\nsort\n"  # JSON keys are parameters too
     written = run_scrapy(workdir, "params", "-a", "domain=www.example.com", "-o", "params.txt")
     assert written.returncode == 0, written.stderr
-    assert (workdir / "params.txt").read_text() == "query\n"
+    assert (workdir / "params.txt").read_text() == "graphql\nquery\n"
 
 
 def test_secrets_are_stored_in_full_and_masked_in_the_log(workdir: Path) -> None:
-    key = "AKIAIOSFODNN7EXAMPLE"
+    key = "AKIA2E0A8F3B244C9986"  # not AWS's documented example key: the readers ignore that decoy
     server = FakeReplayServer()
     server.archive("https://example.com/keys.js", "20200101000000", f'var k = "{key}";\n'.encode())
     with server:
         store_urls(workdir, server)
         result = crawl_responses(
-            workdir, server, "-a", "secrets=true", "-s", "LOG_LEVEL=DEBUG",
-            MINING_EXTRACTOR="tests.mining_fake_secrets.extract",
+            workdir, server, "-a", "secrets=true", "-s", "LOG_LEVEL=DEBUG"
         )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     assert query(workdir, "SELECT rule, value, line, file_url FROM secret_records") == [
