@@ -74,25 +74,33 @@ def _array_elements(text: str) -> list[str]:
 
 
 def json_array(name: str, frame: pl.DataFrame) -> pl.Series:
-    """A ``{a,b}`` column as JSON arrays of text (``["a","b"]``), null staying null."""
+    """A ``{a,b}`` column as JSON arrays of text (``["a","b"]``), null staying null.
+
+    An array with no quote or backslash (every feature list crates.io writes) is
+    respelled with string operations: its elements need no JSON escape (no quote,
+    no backslash, no control character: ``\\copy`` would have quoted them). The
+    rare other row is read element by element and encoded by polars.
+    """
     column = frame.get_column(name)
     plain = column.str.strip_prefix("{").str.strip_suffix("}")
-    split = pl.when(plain == "").then(pl.lit([], dtype=pl.List(pl.String))).otherwise(plain.str.split(","))
-    lists = frame.select(split.alias(name)).get_column(name)
-    tricky = column.str.contains('["\\\\]').fill_null(False)
-    if tricky.any():
-        fixed = [
-            _array_elements(text) if hard else value
-            for text, hard, value in zip(column.to_list(), tricky.to_list(), lists.to_list(), strict=True)
-        ]
-        lists = pl.Series(name, fixed, dtype=pl.List(pl.String))
-    # JSON in polars, not per row: {"f":[...]} encoded, the wrapper cut off.
-    encoded = (
-        pl.DataFrame({"f": lists})
-        .select(pl.struct("f").struct.json_encode().str.strip_prefix('{"f":').str.strip_suffix("}"))
-        .to_series()
+    fast = (
+        pl.when(plain == "")
+        .then(pl.lit("[]"))
+        .otherwise(pl.lit('["') + plain.str.replace_all(",", '","', literal=True) + pl.lit('"]'))
     )
-    return encoded.set(lists.is_null(), None).alias(name)  # type: ignore[arg-type]
+    encoded = frame.select(fast.alias(name)).get_column(name)
+    tricky = column.str.contains('["\\\\\\x00-\\x1f]').fill_null(False)
+    if tricky.any():
+        hard = column.filter(tricky).to_list()
+        lists = pl.Series(name, [_array_elements(text) for text in hard], dtype=pl.List(pl.String))
+        # JSON in polars, not per row: {"f":[...]} encoded, the wrapper cut off.
+        fixed = (
+            pl.DataFrame({"f": lists})
+            .select(pl.struct("f").struct.json_encode().str.strip_prefix('{"f":').str.strip_suffix("}"))
+            .to_series()
+        )
+        encoded = encoded.scatter(tricky.arg_true(), fixed)
+    return encoded.alias(name)
 
 
 DEPENDENCY_KINDS = {"0": "normal", "1": "build", "2": "dev"}
@@ -112,9 +120,15 @@ def _with_absent(frame: pl.DataFrame, columns: tuple[str, ...]) -> pl.DataFrame:
 
 
 def _finish(batch_type: type[Batch], frame: pl.DataFrame, table: str, key: str = "id") -> pl.DataFrame:
-    """Every declared column in order and type; a row whose key does not parse is a DumpError."""
+    """Every declared column in order and type; a row whose key does not parse is a DumpError.
+
+    ``mode`` (the provenance of a row: which mode of the source wrote it) is ``dump``."""
     columns = [
-        pl.col(c).cast(t) if c in frame.columns else pl.lit(None, dtype=t).alias(c)
+        pl.lit("dump", dtype=t).alias(c)
+        if c == "mode"
+        else pl.col(c).cast(t)
+        if c in frame.columns
+        else pl.lit(None, dtype=t).alias(c)
         for c, t in batch_type.SCHEMA.items()
     ]
     out = frame.select(columns)
