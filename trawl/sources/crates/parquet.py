@@ -1,7 +1,7 @@
 """The raw layer: the db-dump's tables as Parquet datasets, one per table, partitioned by dump date.
 
 ``CRATES_PARQUET_DIR/<table>/dump_date=YYYY-MM-DD/part-NNNNNN.parquet``, each
-file one block of the table (16 MiB of its CSV; NNNNNN: its first batch's
+file one block of the table (8 MiB of its CSV; NNNNNN: its first batch's
 number) in its record kind's columns and types (as the store gets them:
 ``crates``, ``crate_downloads`` and ``default_versions`` in the ``crate``
 kind's columns, the two latter filling only the key and their own column;

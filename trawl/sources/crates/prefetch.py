@@ -31,7 +31,7 @@ from trawl.sources.crates.blocks import BLOCK_BYTES, record_blocks
 Kind = Literal["blocks", "whole"] | None
 #: ``("member", name, kind)``, ``("block", header, block)``, ``("whole", data)``, ``("error", exc)``.
 Event = tuple
-MAX_BYTES = 48 << 20
+MAX_BYTES = 32 << 20
 
 
 class Prefetched:

@@ -9,7 +9,7 @@ newest one every enabled layer holds is not read (``NotNewer``).
 
 :meth:`DumpLoad.step` runs on the reading thread (``deferToThread``): it reads
 the next batch and writes it to Parquet there, off the reactor: a whole block
-(16 MiB of CSV) a file, not a batch a file.
+(8 MiB of CSV) a file, not a batch a file.
 """
 
 from __future__ import annotations
