@@ -28,6 +28,8 @@ from typing import Any
 
 import polars as pl
 
+from trawl.errors import StoreError
+
 #: The schema name the scratch file is attached under, and its one table.
 SCHEMA = "trawl_load"
 TABLE = "incoming"
@@ -67,8 +69,11 @@ class BulkStage:
     def put(self, con: sqlite3.Connection, frame: pl.DataFrame) -> str:
         """``frame`` into the scratch file (outside any transaction of ``con``), attached to
         ``con``; the table's name for ``con`` to select from."""
-        cursor = self._open()
-        cursor.adbc_ingest(TABLE, frame, mode="replace")
+        try:
+            self._open().adbc_ingest(TABLE, frame, mode="replace")
+        except Exception as exc:  # noqa: BLE001 - the driver's own errors (a full disk...): said in one line
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise StoreError(f"cannot load a batch in bulk through {self.path!r}: {first}") from None
         con.execute("ATTACH DATABASE ? AS " + SCHEMA, (self.path,))
         return f"{SCHEMA}.{TABLE}"
 

@@ -251,8 +251,8 @@ class SqliteStore(WritesOnThread):
         try:
             if type(batch).STAGED and self._writer.bulk is not None and batch.frame.height:
                 # Before the transaction: the scratch file is attached only outside one (:mod:`.bulk`).
-                table = self._table(con, type(batch))
-                source = self._writer.bulk.put(con, table.staged_rows(batch.frame, self.run))
+                rows = self._table(con, type(batch)).staged_rows(batch.frame, self.run)
+                source = self._writer.bulk.put(con, rows)
             con.execute("BEGIN IMMEDIATE")
             skipped = self._claim_or_roll_back(con, batch, now)
             if skipped:
