@@ -92,5 +92,13 @@ class DumpLoad:
             self.parquet.commit(self.dump_row())
 
     def abandon(self) -> None:
+        """The load ended (read whole, failed or stopped): the read-ahead thread stops
+        (:mod:`.prefetch`), and the Parquet files of a load that did not commit go."""
+        close = getattr(self.batches, "close", None)
+        if close is not None:
+            try:
+                close()
+            except ValueError:  # a step still running in the thread pool: its generator ends with it
+                pass
         if self.parquet is not None:
             self.parquet.discard()
