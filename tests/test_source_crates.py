@@ -432,6 +432,10 @@ def test_every_table_is_stored_row_for_row_and_a_rerun_of_the_same_dump_is_skipp
     assert rows(workdir, DEPENDENCY_SQL) == EXPECTED_DEPENDENCIES
     for table in ("crate_records", "version_records", "dependency_records"):
         assert rows(workdir, f"SELECT DISTINCT first_run, last_run FROM {table}") == [(1, 1)]
+    # Provenance: a row the dump wrote says so; the bulk load's scratch file is gone with the run.
+    for table in ("crate_records", "version_records", "dependency_records", "version_download_records"):
+        assert rows(workdir, f"SELECT DISTINCT mode FROM {table}") == [("dump",)], table
+    assert not (workdir / "x.db-load").exists()
     assert rows(workdir, "SELECT run, source, domain FROM runs ORDER BY run") == [
         (1, "crates", None),
         (2, "crates", None),

@@ -21,8 +21,8 @@ Timestamps are text, ISO 8601 in UTC as the crates.io API writes them
 (``2020-01-01T12:11:10.999999Z``), whatever the dump's spelling.
 
 ``mode`` is the provenance of a row: which mode of the source wrote it last
-(``api``, ``incremental``; NULL where only a dump wrote it, until the dump
-side sets ``dump``); ``first_run``/``last_run`` in the store say which run.
+(``dump``, ``api``, ``incremental``); ``first_run``/``last_run`` in the store
+say which run.
 The API modes meet the dump's rows by id: the id a crate has in the store
 (a dump loaded before), else a stand-in (:mod:`.apirecords`). Crates and
 versions declare ``NEWER = "updated_at"``: a stored row with a newer

@@ -8,7 +8,8 @@ batch is written, makes them the live records. A dump made at or before the
 newest one every enabled layer holds is not read (``NotNewer``).
 
 :meth:`DumpLoad.step` runs on the reading thread (``deferToThread``): it reads
-the next batch and writes it to Parquet there, off the reactor.
+the next batch and writes it to Parquet there, off the reactor: a whole block
+(8 MiB of CSV) a file, not a batch a file.
 """
 
 from __future__ import annotations
@@ -64,7 +65,8 @@ class DumpLoad:
             if self.parquet is None:
                 made = self.info.time or datetime.now().astimezone()
                 self.parquet = ParquetLayer(self.parquet_dir, self.info.snapshot, made)
-            self.parquet.write(read.table, read.number, read.frame)
+            if read.block is not None:  # a block's first batch: the whole block, one file
+                self.parquet.write(read.table, read.number, read.block)
         return read
 
     @staticmethod
@@ -90,5 +92,13 @@ class DumpLoad:
             self.parquet.commit(self.dump_row())
 
     def abandon(self) -> None:
+        """The load ended (read whole, failed or stopped): the read-ahead thread stops
+        (:mod:`.prefetch`), and the Parquet files of a load that did not commit go."""
+        close = getattr(self.batches, "close", None)
+        if close is not None:
+            try:
+                close()
+            except ValueError:  # a step still running in the thread pool: its generator ends with it
+                pass
         if self.parquet is not None:
             self.parquet.discard()

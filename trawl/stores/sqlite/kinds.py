@@ -118,6 +118,13 @@ class KindTable:
             f" ON CONFLICT ({', '.join(_quoted(k) for k in self.key)}) DO UPDATE SET"
             f" {updates + ', ' if updates else ''}last_run = excluded.last_run"
         )
+        # ... or, loaded in bulk (:mod:`.bulk`), from the attached scratch table.
+        self._upsert_from = (
+            f"INSERT INTO main.{self.table} ({names}, first_run, last_run)"
+            f" SELECT {names}, first_run, last_run FROM {{source}} WHERE true"
+            f" ON CONFLICT ({', '.join(_quoted(k) for k in self.key)}) DO UPDATE SET"
+            f" {updates + ', ' if updates else ''}last_run = excluded.last_run"
+        )
         selected = ", ".join(f"t.{_quoted(c)}" for c in self.columns)
         self._read_back = (
             f"SELECT {selected}, i.previous_run FROM temp.{self.incoming} AS i"
@@ -145,21 +152,36 @@ class KindTable:
         incoming = ", ".join(f"{_quoted(c)} {t}" for c, t in self.types.items())
         con.execute(f"CREATE TEMP TABLE IF NOT EXISTS {self.incoming} ({incoming}, previous_run INTEGER)")
 
-    def write(self, con: sqlite3.Connection, frame: pl.DataFrame, run: int) -> tuple[pl.DataFrame, int]:
-        """Merge ``frame`` (inside the caller's transaction); the merged rows with ``new`` and
-        ``repeat``, and how many keys were new."""
+    def rows(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The batch's records, one per key (``StoreError`` for a record without its key)."""
         missing_key = frame.filter(pl.any_horizontal(pl.col(k).is_null() for k in self.key)).height
         if missing_key:
             raise StoreError(
                 f"{missing_key} of {frame.height} {self.batch_type.kind} records have no"
                 f" {'/'.join(self.key)}: a record is named by its key"
             )
-        rows = collapse(self.batch_type, frame)
+        return collapse(self.batch_type, frame)
+
+    def staged_rows(self, frame: pl.DataFrame, run: int) -> pl.DataFrame:
+        """A staged batch's rows as the table takes them (to load in bulk: :mod:`.bulk`)."""
+        runs = [pl.lit(run).alias("first_run"), pl.lit(run).alias("last_run")]
+        return self.rows(frame).select(*self.columns, *runs)
+
+    def write(
+        self, con: sqlite3.Connection, frame: pl.DataFrame, run: int, source: str | None = None
+    ) -> tuple[pl.DataFrame, int]:
+        """Merge ``frame`` (inside the caller's transaction); the merged rows with ``new`` and
+        ``repeat``, and how many keys were new. ``source``: a staged batch's rows are in this
+        table already (:meth:`staged_rows`, loaded by :mod:`.bulk`)."""
+        rows = self.rows(frame)
         for kind in self.batch_type.SWITCHES:
             switch(con, kind)
         if self.staged:
-            runs = [pl.lit(run).alias("first_run"), pl.lit(run).alias("last_run")]
-            con.executemany(self._upsert_direct, rows.select(*self.columns, *runs).iter_rows())
+            if source is not None:
+                con.execute(self._upsert_from.format(source=source))
+            else:
+                runs = [pl.lit(run).alias("first_run"), pl.lit(run).alias("last_run")]
+                con.executemany(self._upsert_direct, rows.select(*self.columns, *runs).iter_rows())
             marks = [pl.lit(True).alias("new"), pl.lit(False).alias("repeat")]
             return rows.with_columns(marks), rows.height
         con.execute(f"DELETE FROM temp.{self.incoming}")

@@ -39,7 +39,8 @@ from trawl.records.batches import Batch, UrlBatch
 from trawl.settings_checks import Setting, one_of, read, whole
 from trawl.stores.contract import KEYED_KINDS, PartlyStored
 from trawl.stores.location import data_dir
-from trawl.stores.sqlite import kinds, merge, reading
+from trawl.stores.sqlite import bulk, kinds, merge, reading
+from trawl.stores.sqlite.bulk import BulkStage
 from trawl.stores.sqlite.errors import describe, store_error
 from trawl.stores.sqlite.kinds import KindTable
 from trawl.stores.sqlite.schema import CLAIM_PAGES, SCHEMA, STAGING, stage_sql, upgrade, upsert_sql
@@ -154,6 +155,8 @@ class SqliteStore(WritesOnThread):
         assert self._writer is not None
         con = self._writer.connection(self._connect)
         self.connection = con
+        if self._writer.bulk is None and bulk.available(self.path):
+            self._writer.bulk = BulkStage(self.path)
         target = self.context.target
         job = self.context.job_id or self.context.run_id
         # Rows refer to runs by this small number: a 32-character run id in
@@ -244,15 +247,20 @@ class SqliteStore(WritesOnThread):
             # so that the store holds exactly what was written before the one error line.
             raise StoreError(f"not written: an earlier batch failed ({self._failed})")
         now = self._next_batch_time()
-        con.execute("BEGIN IMMEDIATE")
+        source = None
         try:
+            if type(batch).STAGED and self._writer.bulk is not None and batch.frame.height:
+                # Before the transaction: the scratch file is attached only outside one (:mod:`.bulk`).
+                rows = self._table(con, type(batch)).staged_rows(batch.frame, self.run)
+                source = self._writer.bulk.put(con, rows)
+            con.execute("BEGIN IMMEDIATE")
             skipped = self._claim_or_roll_back(con, batch, now)
             if skipped:
                 return 0, skipped
             if isinstance(batch, UrlBatch):
                 written, new = self._write_urls(con, batch.frame, now)
             else:
-                written, new = self._table(con, type(batch)).write(con, batch.frame, self.run)
+                written, new = self._table(con, type(batch)).write(con, batch.frame, self.run, source)
             con.execute("COMMIT")
             if type(batch).SWITCHES:  # the staged tables are live ones now: a later load starts anew
                 switched = set(type(batch).SWITCHES)
@@ -270,6 +278,9 @@ class SqliteStore(WritesOnThread):
             if isinstance(exc, sqlite3.Error):
                 raise StoreError(self._failed) from None
             raise
+        finally:
+            if source is not None:
+                BulkStage.detach(con)
         batch.frame = written
         return new, 0
 

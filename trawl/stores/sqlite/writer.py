@@ -37,6 +37,7 @@ import threading
 from collections.abc import Callable
 from typing import ClassVar
 
+from trawl.stores.sqlite.bulk import BulkStage
 from trawl.stores.writer import WriterThread as _WriterThread
 
 
@@ -50,6 +51,8 @@ class WriterThread(_WriterThread):
         super().__init__(name)
         #: The file's one connection, made, used and closed on this thread only.
         self._connection: sqlite3.Connection | None = None
+        #: Staged kinds' batches loaded in bulk (:mod:`.bulk`), also on this thread only.
+        self.bulk: BulkStage | None = None
 
     def connection(self, connect: Callable[[], sqlite3.Connection]) -> sqlite3.Connection:
         """On this thread: the file's connection, made with ``connect`` by the first store to ask."""
@@ -81,3 +84,6 @@ class WriterThread(_WriterThread):
         if self._connection is not None:
             self._connection.close()
             self._connection = None
+        if self.bulk is not None:
+            self.bulk.close()
+            self.bulk = None
