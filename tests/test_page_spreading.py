@@ -254,4 +254,4 @@ def test_a_worker_killed_mid_run_loses_no_page_and_doubles_only_what_it_held(
     twice = len(every) - len(set(every))
     back = [int(m) for w in workers if w is not victims[0]
             for m in re.findall(r"is dead: (\d+) request\(s\) back", "\n".join(w.lines))]  # fmt: skip
-    assert twice <= sum(back) <= 4, (twice, back)  # fetched twice: at most what it held (SPREAD_HOLD: 4)
+    assert twice <= sum(back) <= 6, (twice, back)  # fetched twice: at most what it held (SPREAD_HOLD: 3 x 2)

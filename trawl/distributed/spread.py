@@ -41,12 +41,16 @@ Redis is trusted as the task queue is: a pickled request runs code when read.
 from __future__ import annotations
 
 import pickle
+import uuid
 import zlib
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from scrapy.utils.request import request_from_dict
 
-from trawl.distributed.queue import heartbeat_key
+from trawl.distributed.queue import MISSED_BEATS, heartbeat_key
 from trawl.errors import TrawlError
 
 if TYPE_CHECKING:
@@ -56,6 +60,8 @@ if TYPE_CHECKING:
 PREFIX = "trawl:spread:"
 #: How long a run's keys live after its last push: a run abandoned by every worker is forgotten.
 RUN_TTL = 7 * 24 * 3600
+#: How long a run's dedup outlives the run's end (a rerun of its task within it queues nothing again).
+OVER_TTL_MS = 3600 * 1000
 
 # KEYS: seen, requests; ARGV: fingerprint ('' to skip the dedup), request, ttl ms.
 _PUSH = """
@@ -76,13 +82,52 @@ return back
 """
 
 
-# KEYS: requests, holders; ARGV: the prefix of held lists. Atomic: no request moves between the reads.
-_FINISHED = """
-if redis.call('LLEN', KEYS[1]) > 0 then return 0 end
-for _, worker in ipairs(redis.call('SMEMBERS', KEYS[2])) do
-  if redis.call('LLEN', ARGV[1] .. worker) > 0 then return 0 end
+# KEYS: requests, held, holders; ARGV: how many, worker, ttl ms. Up to N requests moved into the held list.
+_TAKE = """
+local taken = {}
+for i = 1, tonumber(ARGV[1]) do
+  local raw = redis.call('LMOVE', KEYS[1], KEYS[2], 'LEFT', 'RIGHT')
+  if not raw then break end
+  taken[i] = raw
 end
+if #taken > 0 then
+  redis.call('SADD', KEYS[3], ARGV[2])
+  redis.call('PEXPIRE', KEYS[3], ARGV[3])
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+end
+return taken
+"""
+
+# KEYS: stats; ARGV: ttl ms, then name, delta pairs. One call for a batch's stats.
+_FOLD = """
+for i = 2, #ARGV, 2 do redis.call('HINCRBYFLOAT', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1
+"""
+
+# KEYS: requests, holders, done, owner, stats, seen; ARGV: held prefix, heartbeat prefix, role, ttl ms,
+# the dedup's ttl once the run is over. Atomic: no request moves between the reads.
+# Owner: finished (nothing queued, nothing held by anyone) -> says so, and answers the run's stats.
+# Joiner: over when the owner said so, or when its owner is dead and the run finished.
+_CHECK = """
+local function finished()
+  if redis.call('LLEN', KEYS[1]) > 0 then return false end
+  for _, worker in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+    if redis.call('LLEN', ARGV[1] .. worker) > 0 then return false end
+  end
+  return true
+end
+if ARGV[3] == 'owner' then
+  if not finished() then return {0} end
+  redis.call('SET', KEYS[3], '1', 'PX', ARGV[4])
+  redis.call('PEXPIRE', KEYS[6], ARGV[5])
+  return {1, redis.call('HGETALL', KEYS[5])}
+end
+if redis.call('EXISTS', KEYS[3]) == 1 then return {1} end
+local owner = redis.call('GET', KEYS[4])
+if owner and redis.call('EXISTS', ARGV[2] .. owner) == 1 then return {0} end
+if finished() then return {1} end
+return {0}
 """
 
 #: ``to_dict`` fields left out at these values (``request_from_dict`` takes the Request's defaults).
@@ -113,6 +158,18 @@ def decode(raw: bytes, spider: Spider) -> Request:
     return request_from_dict(pickle.loads(zlib.decompress(raw)), spider=spider)  # noqa: S301 - the queue's own Redis
 
 
+@dataclass
+class Applied:
+    """What one round trip of a crawler's batch answered."""
+
+    #: The requests taken into this worker's held list, in queue order.
+    taken: list[bytes] = field(default_factory=list)
+    #: The run is over for this crawler (the owner: finished, and said so; a joiner: the owner said so).
+    over: bool = False
+    #: The owner, once over: the run's counters, every crawler's published stats summed.
+    totals: dict[str, float] = field(default_factory=dict)
+
+
 class RunRequests:
     """One run's requests as seen by one worker."""
 
@@ -127,28 +184,84 @@ class RunRequests:
         self.holders = base + "holders"
         self.owner = base + "owner"
         self.done_key = base + "done"
+        self.stats = base + "stats"
         self._push = client.register_script(_PUSH)
         self._reap = client.register_script(_REAP)
-        self._finished = client.register_script(_FINISHED)
+        self._take = client.register_script(_TAKE)
+        self._fold = client.register_script(_FOLD)
+        self._check = client.register_script(_CHECK)
 
     def held_key(self, worker: str | None = None) -> str:
         return f"{PREFIX}{self.run}:held:{worker or self.worker}"
 
+    @staticmethod
+    def entry(request: Request, spider: Spider, fingerprint: str) -> tuple[str, bytes]:
+        """(the dedup entry, the request as queued); raises :class:`UnserializableRequest` first.
+
+        A ``dont_filter`` request (a retry) gets an entry of its own, so that pushing it twice
+        (a batch sent again after a lost connection) still queues it once.
+        """
+        raw = encode(request, spider)
+        return ("once:" + uuid.uuid4().hex if request.dont_filter else fingerprint), raw
+
+    # --- one round trip per batch (trawl.distributed.spreadlane) -------------------------------
+
+    def apply(
+        self, ops: Sequence[tuple[str, Any]], take: int = 0, check: str = "", stats: Mapping[str, float] = {}
+    ) -> Applied:
+        """Pushes, acknowledgements, stats, a take of up to ``take``, and the end check: one transaction.
+
+        In this order, which is what keeps the run's outstanding work always queued or held:
+        a request's children are pushed before it is acknowledged. Sent again after a lost
+        connection, it does nothing twice: a push is deduplicated by its entry, an
+        acknowledgement removes what is no longer there; only the take is left out of a
+        retry (:meth:`orphans` finds what a lost answer took).
+        """
+        pipe = self.client.pipeline(transaction=True)
+        for kind, value in ops:
+            if kind == "push":
+                seen, raw = value
+                self._push(keys=[self.seen, self.requests], args=[seen, raw, self.ttl_ms], client=pipe)
+            elif kind == "ack":
+                pipe.lrem(self.held_key(), 1, value)
+        if stats:
+            pairs = [str(item) for name, delta in stats.items() for item in (name, delta)]
+            self._fold(keys=[self.stats], args=[self.ttl_ms, *pairs], client=pipe)
+        if take > 0:
+            keys = [self.requests, self.held_key(), self.holders]
+            self._take(keys=keys, args=[take, self.worker, self.ttl_ms], client=pipe)
+        if check:
+            keys = [self.requests, self.holders, self.done_key, self.owner, self.stats, self.seen]
+            held, over_ttl = f"{PREFIX}{self.run}:held:", min(self.ttl_ms, OVER_TTL_MS)
+            args = [held, heartbeat_key(""), check, self.ttl_ms, over_ttl]
+            self._check(keys=keys, args=args, client=pipe)
+        replies = pipe.execute()
+        applied = Applied()
+        if check:
+            answer = replies.pop()
+            applied.over = bool(int(answer[0]))
+            flat = answer[1] if len(answer) > 1 else []
+            applied.totals = {_text(flat[i]): float(flat[i + 1]) for i in range(0, len(flat), 2)}
+        if take > 0:
+            applied.taken = [bytes(raw) for raw in replies.pop()]
+        return applied
+
+    def orphans(self, known: Counter[bytes]) -> list[bytes]:
+        """What this worker's held list has beyond ``known``: taken by a take whose answer was lost."""
+        extra = Counter(bytes(raw) for raw in self.client.lrange(self.held_key(), 0, -1)) - known
+        return list(extra.elements())
+
+    # --- one command at a time (the tests, the bench) -----------------------------------------
+
     def push(self, request: Request, spider: Spider, fingerprint: str) -> bool:
         """Queue ``request`` unless the run saw its fingerprint (not for ``dont_filter``); True if queued."""
-        raw = encode(request, spider)  # raises before anything is queued
-        seen = "" if request.dont_filter else fingerprint
+        seen, raw = self.entry(request, spider, fingerprint)  # raises before anything is queued
         return bool(self._push(keys=[self.seen, self.requests], args=[seen, raw, self.ttl_ms]))
 
     def pop(self) -> bytes | None:
         """The next request, moved into this worker's held list; ``None`` when none is queued."""
-        pipe = self.client.pipeline(transaction=True)
-        pipe.lmove(self.requests, self.held_key(), "LEFT", "RIGHT")
-        pipe.sadd(self.holders, self.worker)
-        pipe.pexpire(self.holders, self.ttl_ms)
-        pipe.pexpire(self.held_key(), self.ttl_ms)
-        raw = pipe.execute()[0]
-        return bytes(raw) if raw is not None else None
+        taken = self.apply((), take=1).taken
+        return taken[0] if taken else None
 
     def ack(self, raw: bytes) -> None:
         """The request's page is stored, or it finally failed: off this worker's held list."""
@@ -162,11 +275,22 @@ class RunRequests:
         self.client.srem(self.holders, self.worker)
         return moved
 
-    def reap(self) -> dict[str, int]:
-        """The requests of every holder whose heartbeat expired, back in the queue: worker -> how many."""
+    def reap(self, heartbeat: float = 0.0) -> dict[str, int]:
+        """The requests of every holder whose heartbeat expired, back in the queue: worker -> how many.
+
+        Never this worker's own (it is alive, whatever its heartbeat says after a stall), and not
+        within two heartbeat expiries of Redis starting (after an outage every heartbeat may have
+        expired: :meth:`trawl.distributed.queue.WorkQueue.reap` waits the same).
+        """
+        if heartbeat:
+            uptime = int(self.client.info("server").get("uptime_in_seconds", 0))
+            if uptime < 2 * heartbeat * MISSED_BEATS:
+                return {}
         reaped = {}
         for member in self.client.smembers(self.holders):
-            worker = member.decode() if isinstance(member, bytes) else str(member)
+            worker = _text(member)
+            if worker == self.worker:
+                continue
             keys = [self.held_key(worker), heartbeat_key(worker), self.requests, self.holders]
             back = int(self._reap(keys=keys, args=[worker]))
             if back >= 0:
@@ -174,9 +298,12 @@ class RunRequests:
         return reaped
 
     def finished(self) -> bool:
-        """Nothing queued, nothing held by any worker: the run's pages are all done."""
-        prefix = f"{PREFIX}{self.run}:held:"
-        return bool(self._finished(keys=[self.requests, self.holders], args=[prefix]))
+        """Nothing queued, nothing held by any worker: the run's pages are all done (read only)."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.llen(self.requests)
+        for member in self.client.smembers(self.holders):
+            pipe.llen(self.held_key(_text(member)))
+        return not any(pipe.execute())
 
     def open(self) -> None:
         """This worker owns the run (a rerun of a dead owner's task takes it over)."""
@@ -185,22 +312,13 @@ class RunRequests:
         pipe.delete(self.done_key)
         pipe.execute()
 
-    def close(self) -> None:
-        """The owner saw the run finished: joiners stop."""
-        self.client.set(self.done_key, b"1", px=self.ttl_ms)
-
-    def over(self) -> bool:
-        """What a joiner waits for: the owner said so, or the run is finished and its owner is dead
-        (a dead owner's task is run again, and its rerun owns the run; one dead-lettered never is)."""
-        if self.client.exists(self.done_key):
-            return True
-        owner = self.client.get(self.owner)
-        alive = owner is not None and self.client.exists(heartbeat_key(owner.decode()))
-        return not alive and self.finished()
-
     def queued_bytes(self) -> int:
         """Redis's ``MEMORY USAGE`` of the run's queue (the bench divides it by the requests in it)."""
         return int(self.client.memory_usage(self.requests, samples=0) or 0)
 
     def decode(self, raw: bytes, spider: Any) -> Request:
         return decode(raw, spider)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
