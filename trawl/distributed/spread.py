@@ -62,6 +62,7 @@ PREFIX = "trawl:spread:"
 RUN_TTL = 7 * 24 * 3600
 #: How long a run's dedup outlives the run's end (a rerun of its task within it queues nothing again).
 OVER_TTL_MS = 3600 * 1000
+HOLDER_SEPARATOR = "~"
 
 # KEYS: seen, requests; ARGV: fingerprint ('' to skip the dedup), request, ttl ms.
 _PUSH = """
@@ -173,10 +174,15 @@ class Applied:
 class RunRequests:
     """One run's requests as seen by one worker."""
 
-    def __init__(self, client: redis.Redis, run: str, worker: str, ttl: float = RUN_TTL) -> None:
+    def __init__(
+        self, client: redis.Redis, run: str, worker: str, ttl: float = RUN_TTL, role: str = ""
+    ) -> None:
         self.client = client
         self.run = run
         self.worker = worker
+        #: Who holds requests: the worker, and its role when it has one, since a worker that joined a run
+        #: may also take over its dead owner's task: two crawlers of one run in one process, each its list.
+        self.holder = f"{worker}{HOLDER_SEPARATOR}{role}" if role else worker
         self.ttl_ms = max(int(ttl * 1000), 1)
         base = f"{PREFIX}{run}:"
         self.requests = base + "requests"
@@ -192,7 +198,7 @@ class RunRequests:
         self._check = client.register_script(_CHECK)
 
     def held_key(self, worker: str | None = None) -> str:
-        return f"{PREFIX}{self.run}:held:{worker or self.worker}"
+        return f"{PREFIX}{self.run}:held:{worker or self.holder}"
 
     @staticmethod
     def entry(request: Request, spider: Spider, fingerprint: str) -> tuple[str, bytes]:
@@ -229,7 +235,7 @@ class RunRequests:
             self._fold(keys=[self.stats], args=[self.ttl_ms, *pairs], client=pipe)
         if take > 0:
             keys = [self.requests, self.held_key(), self.holders]
-            self._take(keys=keys, args=[take, self.worker, self.ttl_ms], client=pipe)
+            self._take(keys=keys, args=[take, self.holder, self.ttl_ms], client=pipe)
         if check:
             keys = [self.requests, self.holders, self.done_key, self.owner, self.stats, self.seen]
             held, over_ttl = f"{PREFIX}{self.run}:held:", min(self.ttl_ms, OVER_TTL_MS)
@@ -272,7 +278,7 @@ class RunRequests:
         moved = 0
         while self.client.lmove(self.held_key(), self.requests, "RIGHT", "LEFT") is not None:
             moved += 1
-        self.client.srem(self.holders, self.worker)
+        self.client.srem(self.holders, self.holder)
         return moved
 
     def reap(self, heartbeat: float = 0.0) -> dict[str, int]:
@@ -288,13 +294,14 @@ class RunRequests:
                 return {}
         reaped = {}
         for member in self.client.smembers(self.holders):
-            worker = _text(member)
+            holder = _text(member)
+            worker = holder.split(HOLDER_SEPARATOR, 1)[0]
             if worker == self.worker:
                 continue
-            keys = [self.held_key(worker), heartbeat_key(worker), self.requests, self.holders]
-            back = int(self._reap(keys=keys, args=[worker]))
+            keys = [self.held_key(holder), heartbeat_key(worker), self.requests, self.holders]
+            back = int(self._reap(keys=keys, args=[holder]))
             if back >= 0:
-                reaped[worker] = back
+                reaped[worker] = reaped.get(worker, 0) + back
         return reaped
 
     def finished(self) -> bool:

@@ -47,9 +47,9 @@ FOLDED_PREFIXES = (
     "trawl/errors", "trawl/gave_up", "trawl/timeouts", "trawl/filtered/", "trawl/bans", "trawl/log_errors",
     "downloader/request_count", "downloader/response_count", "downloader/response_status_count/",
     "downloader/request_bytes", "downloader/response_bytes", "response_received_count",
-    "item_scraped_count", "retry/count",
+    "item_scraped_count", "retry/count", "trawl/commoncrawl/indexes",
 )  # fmt: skip
-NOT_FOLDED = frozenset({"trawl/pages_total", "trawl/pages_resumed", "trawl/pages_already_stored"})
+NOT_FOLDED = frozenset({"trawl/pages_resumed", "trawl/pages_already_stored"})
 
 
 def foldable(stats: Mapping[str, Any]) -> dict[str, float]:

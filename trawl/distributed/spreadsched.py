@@ -95,9 +95,10 @@ class SpreadScheduler:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SpreadScheduler:
         settings = crawler.settings
-        run = RunRequests(connect(settings), settings[RUN], settings[WORKER])
+        role = settings.get(ROLE, OWNER)
+        run = RunRequests(connect(settings), settings[RUN], settings[WORKER], role=role)
         hold = settings.getint("SPREAD_HOLD") or HOLD_PER_SLOT * _concurrency(crawler)
-        return cls(crawler, run, settings.get(ROLE, OWNER), hold, settings.getfloat("QUEUE_HEARTBEAT", 10.0))
+        return cls(crawler, run, role, hold, settings.getfloat("QUEUE_HEARTBEAT", 10.0))
 
     # --- Scrapy's scheduler interface ------------------------------------------------------
 
