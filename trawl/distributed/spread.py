@@ -1,34 +1,68 @@
 """One run's page requests in Redis, held reliably: the queue for spreading a domain's pages over workers.
 
 The queue under :class:`trawl.distributed.spreadsched.SpreadScheduler`, the
-scheduler of a spread run's crawlers (docs/distributed.md, "Spreading one
-domain's pages"). What it gives, against scrapy-redis's queue, which pops a
+scheduler of a spread run's crawlers (docs/distributed.md, "What is spread
+over the workers"). What it gives, against scrapy-redis's queue, which pops a
 request for good:
 
 - ``push``: a request serialized with Scrapy's ``Request.to_dict`` (callbacks
   by name, so any worker's spider of the same source can run it), pickled as
   scrapy-redis pickles it. A request that cannot be serialized (a lambda
   callback, a lock in its meta) raises :class:`UnserializableRequest`: it is
-  never dropped silently. The run's dedup is a Redis set of fingerprints that
-  expires with the run (``ttl``, renewed at each push): bounded, unlike
-  scrapy-redis's dupe filter, which never expires.
-- ``pop``: ``LMOVE`` from the run's queue into this worker's held list (the
-  reliable-queue pattern, as for tasks): at every instant a request is in
-  exactly one list.
+  never dropped silently.
+- the run's **dedup**, shared by every worker of the run: a Redis set of
+  request fingerprints, checked and added in the push's one script (two
+  workers pushing the same page at once queue it once). It is bounded by the
+  run: it expires ``RUN_TTL`` after the run's last push, and an hour after the
+  owner saw the run finished (not scrapy-redis's set that never expires).
+  A ``dont_filter`` request (a retry) skips it, with an entry of its own so
+  that a batch sent twice after a lost connection still queues it once.
+- take (``LMOVE`` from the run's queue into this worker's held list, several
+  in one script: the reliable-queue pattern, as for tasks): at every instant a
+  request is in exactly one list.
 - ``ack``: off the held list once its page is stored (or it finally failed).
 - ``reap``: a worker whose heartbeat (the task queue's, :mod:`.queue`) has
   expired gets its held requests put back at the front of the run's queue, in
   one Lua script: a worker killed with ``kill -9`` loses nothing, and what is
   fetched twice is at most what it held.
-- ``finished``: nothing queued and no worker holding anything, read in one
+- the end check: nothing queued and no worker holding anything, read in one
   Lua script (a holder pushes a request's children before it acknowledges the
-  request, so at every instant the run's outstanding work is queued or held).
-- ``open``/``close``: the owner (the worker whose crawler started the run)
-  names itself, and says when the run is over, so that joiners stop.
+  request, so at every instant the run's outstanding work is queued or held);
+  the owner then says so (joiners stop) and sums the run's counters, which
+  every crawler reports (as they are, not as a delta: a batch sent twice
+  counts once) in the transaction of its acknowledgements.
+
+:meth:`RunRequests.apply` does all of a batch in one transaction, one round
+trip (:mod:`.spreadlane` sends it from a thread of its own).
+
+**What a spider must do to be spreadable** (``spreadable = True`` on its
+class; :class:`~trawl.sources.cdx.wayback.WaybackSpider`,
+:class:`~trawl.sources.cdx.commoncrawl.CommonCrawlSpider`):
+
+- every request it yields, from ``start()`` or from a callback, goes into the
+  run's queue and may be answered by **another process's spider** of the same
+  source, built with the same arguments and settings: its callback and errback
+  must be methods of the spider (named, not lambdas or closures), and its
+  ``meta`` and ``cb_kwargs`` must pickle (no locks, responses, open files);
+- a callback must not read state that another callback built in *this*
+  process: what it needs travels in the request's meta (as the CDX sources'
+  endpoint does, :meth:`~trawl.sources.cdx.base.CdxSpider.endpoint_of`);
+- ``start()`` runs on the owner only; a joiner's spider starts nothing;
+- a callback never copies a response's meta wholesale into a new request
+  (the held request's token would travel with it);
+- dedup is the run's, across workers: a request whose fingerprint the run has
+  seen is not queued again, so "each page once" holds across workers without
+  the spider's help; a request that must be fetched again says
+  ``dont_filter=True``;
+- per-process counters are folded into the owner's stats only for the
+  counters :data:`trawl.distributed.spreadlane.FOLDED_PREFIXES` names;
+- no ``JOBDIR``, ``check_only`` or ``limit_requests`` (per-process state):
+  such a task runs whole (:func:`trawl.distributed.taskrun.spread_role`).
 
 Keys, under ``trawl:spread:<run>:``: ``requests`` (list), ``seen`` (set),
-``holders`` (set of workers), ``held:<worker>`` (list), ``owner``, ``done``;
-all expire with the run.
+``holders`` (set of workers, with their role), ``held:<worker>~<role>``
+(list), ``owner``, ``done``, ``reporters`` (set) and ``stats:<crawler>`` (each
+crawler's counters, JSON); all expire with the run.
 
 A request is stored as its ``to_dict`` without the fields at their defaults
 (method GET, no body, headers, cookies, flags or ``cb_kwargs``), pickled and
@@ -48,6 +82,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import orjson
 from scrapy.utils.request import request_from_dict
 
 from trawl.distributed.queue import MISSED_BEATS, heartbeat_key
@@ -64,13 +99,17 @@ RUN_TTL = 7 * 24 * 3600
 OVER_TTL_MS = 3600 * 1000
 HOLDER_SEPARATOR = "~"
 
-# KEYS: seen, requests; ARGV: fingerprint ('' to skip the dedup), request, ttl ms.
+# KEYS: seen, requests; ARGV: ttl ms, then (dedup entry ('' to skip the dedup), request) pairs.
+# Every push of a batch in one call: the entries new to the run's dedup go into the queue, in order.
 _PUSH = """
-if ARGV[1] ~= '' and redis.call('SADD', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('RPUSH', KEYS[2], ARGV[2])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('PEXPIRE', KEYS[2], ARGV[3])
-return 1
+local new = {}
+for i = 2, #ARGV, 2 do
+  if ARGV[i] == '' or redis.call('SADD', KEYS[1], ARGV[i]) == 1 then new[#new + 1] = ARGV[i + 1] end
+end
+for i = 1, #new, 1000 do redis.call('RPUSH', KEYS[2], unpack(new, i, math.min(i + 999, #new))) end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+redis.call('PEXPIRE', KEYS[2], ARGV[1])
+return #new
 """
 
 # KEYS: held, heartbeat, requests, holders; ARGV: worker. A live worker (a heartbeat) is left alone.
@@ -99,16 +138,10 @@ end
 return taken
 """
 
-# KEYS: stats; ARGV: ttl ms, then name, delta pairs. One call for a batch's stats.
-_FOLD = """
-for i = 2, #ARGV, 2 do redis.call('HINCRBYFLOAT', KEYS[1], ARGV[i], ARGV[i + 1]) end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return 1
-"""
 
-# KEYS: requests, holders, done, owner, stats, seen; ARGV: held prefix, heartbeat prefix, role, ttl ms,
+# KEYS: requests, holders, done, owner, reporters, seen; ARGV: held prefix, heartbeat prefix, role, ttl ms,
 # the dedup's ttl once the run is over. Atomic: no request moves between the reads.
-# Owner: finished (nothing queued, nothing held by anyone) -> says so, and answers the run's stats.
+# Owner: finished (nothing queued, nothing held by anyone) -> says so, and answers every crawler's stats.
 # Joiner: over when the owner said so, or when its owner is dead and the run finished.
 _CHECK = """
 local function finished()
@@ -122,7 +155,12 @@ if ARGV[3] == 'owner' then
   if not finished() then return {0} end
   redis.call('SET', KEYS[3], '1', 'PX', ARGV[4])
   redis.call('PEXPIRE', KEYS[6], ARGV[5])
-  return {1, redis.call('HGETALL', KEYS[5])}
+  local reports = {}
+  for _, key in ipairs(redis.call('SMEMBERS', KEYS[5])) do
+    local report = redis.call('GET', key)
+    if report then reports[#reports + 1] = report end
+  end
+  return {1, reports}
 end
 if redis.call('EXISTS', KEYS[3]) == 1 then return {1} end
 local owner = redis.call('GET', KEYS[4])
@@ -167,7 +205,7 @@ class Applied:
     taken: list[bytes] = field(default_factory=list)
     #: The run is over for this crawler (the owner: finished, and said so; a joiner: the owner said so).
     over: bool = False
-    #: The owner, once over: the run's counters, every crawler's published stats summed.
+    #: The owner, once over: the run's counters, every crawler's last report summed.
     totals: dict[str, float] = field(default_factory=dict)
 
 
@@ -190,11 +228,13 @@ class RunRequests:
         self.holders = base + "holders"
         self.owner = base + "owner"
         self.done_key = base + "done"
-        self.stats = base + "stats"
+        self.reporters = base + "reporters"
+        #: This crawler's stats report (one key per crawler: a worker may join the same run twice).
+        self.report_key = f"{base}stats:{self.holder}:{uuid.uuid4().hex[:8]}"
+        self._reported = False
         self._push = client.register_script(_PUSH)
         self._reap = client.register_script(_REAP)
         self._take = client.register_script(_TAKE)
-        self._fold = client.register_script(_FOLD)
         self._check = client.register_script(_CHECK)
 
     def held_key(self, worker: str | None = None) -> str:
@@ -215,7 +255,7 @@ class RunRequests:
     def apply(
         self, ops: Sequence[tuple[str, Any]], take: int = 0, check: str = "", stats: Mapping[str, float] = {}
     ) -> Applied:
-        """Pushes, acknowledgements, stats, a take of up to ``take``, and the end check: one transaction.
+        """Pushes, acks, the stats report, a take of up to ``take``, the end check: one transaction.
 
         In this order, which is what keeps the run's outstanding work always queued or held:
         a request's children are pushed before it is acknowledged. Sent again after a lost
@@ -224,30 +264,35 @@ class RunRequests:
         retry (:meth:`orphans` finds what a lost answer took).
         """
         pipe = self.client.pipeline(transaction=True)
+        pushes = [item for kind, value in ops if kind == "push" for item in value]
+        if pushes:
+            self._push(keys=[self.seen, self.requests], args=[self.ttl_ms, *pushes], client=pipe)
         for kind, value in ops:
-            if kind == "push":
-                seen, raw = value
-                self._push(keys=[self.seen, self.requests], args=[seen, raw, self.ttl_ms], client=pipe)
-            elif kind == "ack":
+            if kind == "ack":
                 pipe.lrem(self.held_key(), 1, value)
-        if stats:
-            pairs = [str(item) for name, delta in stats.items() for item in (name, delta)]
-            self._fold(keys=[self.stats], args=[self.ttl_ms, *pairs], client=pipe)
+        if stats:  # the crawler's counters as they are now (not a delta: sent twice, counted once)
+            pipe.set(self.report_key, orjson.dumps(dict(stats)), px=self.ttl_ms)
+            if not self._reported:
+                pipe.sadd(self.reporters, self.report_key)
+                pipe.pexpire(self.reporters, self.ttl_ms)
         if take > 0:
             keys = [self.requests, self.held_key(), self.holders]
             self._take(keys=keys, args=[take, self.holder, self.ttl_ms], client=pipe)
         if check:
-            keys = [self.requests, self.holders, self.done_key, self.owner, self.stats, self.seen]
+            keys = [self.requests, self.holders, self.done_key, self.owner, self.reporters, self.seen]
             held, over_ttl = f"{PREFIX}{self.run}:held:", min(self.ttl_ms, OVER_TTL_MS)
             args = [held, heartbeat_key(""), check, self.ttl_ms, over_ttl]
             self._check(keys=keys, args=args, client=pipe)
         replies = pipe.execute()
+        if stats:
+            self._reported = True
         applied = Applied()
         if check:
             answer = replies.pop()
             applied.over = bool(int(answer[0]))
-            flat = answer[1] if len(answer) > 1 else []
-            applied.totals = {_text(flat[i]): float(flat[i + 1]) for i in range(0, len(flat), 2)}
+            for report in answer[1] if len(answer) > 1 else []:
+                for name, value in orjson.loads(report).items():
+                    applied.totals[name] = applied.totals.get(name, 0.0) + float(value)
         if take > 0:
             applied.taken = [bytes(raw) for raw in replies.pop()]
         return applied
@@ -262,7 +307,7 @@ class RunRequests:
     def push(self, request: Request, spider: Spider, fingerprint: str) -> bool:
         """Queue ``request`` unless the run saw its fingerprint (not for ``dont_filter``); True if queued."""
         seen, raw = self.entry(request, spider, fingerprint)  # raises before anything is queued
-        return bool(self._push(keys=[self.seen, self.requests], args=[seen, raw, self.ttl_ms]))
+        return bool(self._push(keys=[self.seen, self.requests], args=[self.ttl_ms, seen, raw]))
 
     def pop(self) -> bytes | None:
         """The next request, moved into this worker's held list; ``None`` when none is queued."""

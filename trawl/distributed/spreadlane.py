@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("trawl.spread")
 #: After a take found the run's queue empty: wait this long before the next, doubling up to the longest.
-FIRST_WAIT, LONGEST_WAIT = 0.05, 2.0
+FIRST_WAIT, LONGEST_WAIT = 0.05, 1.0
 
 #: Counters summed over every crawler of a run into its owner's stats (others are the owner's own:
 #: the upstream's page count, the run's times, maxima, rates).
@@ -103,7 +103,10 @@ class Lane:
     # --- from the reactor --------------------------------------------------------------------
 
     def push(self, entry: tuple[str, bytes]) -> None:
-        self._add(("push", entry))
+        with self._cond:
+            self._ops.append(("push", entry))
+            self._empty_until, self._wait = 0.0, FIRST_WAIT  # the queue has something now: ask at once
+            self._cond.notify()
 
     def ack(self, raw: bytes) -> None:
         with self._cond:
@@ -174,7 +177,7 @@ class Lane:
     def _send(self, ops: list[tuple[str, Any]], take: int, check: bool) -> Applied | None:
         calls = [value for kind, value in ops if kind == "call"]
         redis_ops = [(kind, value) for kind, value in ops if kind != "call"]
-        stats = self._stats_delta() if (check or any(kind == "ack" for kind, _ in ops)) else {}
+        stats = self._stats_report() if (check or any(kind == "ack" for kind, _ in ops)) else {}
         role = self.role if check else ""
         tries = 0
 
@@ -189,8 +192,7 @@ class Lane:
 
         applied = self.outages.call(attempt) if (redis_ops or take or check or stats) else None
         if stats:
-            for name, delta in stats.items():
-                self._published[name] = self._published.get(name, 0.0) + delta
+            self._published = stats
         for action, done in calls:
             self._call_back(done, self.outages.call(action))
         return applied
@@ -238,14 +240,10 @@ class Lane:
                     known[value] += 1
         return known
 
-    def _stats_delta(self) -> dict[str, float]:
-        current = foldable(dict(self._stats()))
-        delta = {}
-        for name, value in current.items():
-            change = float(value) - self._published.get(name, 0.0)
-            if change:
-                delta[name] = change
-        return delta
+    def _stats_report(self) -> dict[str, float]:
+        """This crawler's counters, when they changed since its last report (``{}`` otherwise)."""
+        current = {name: float(value) for name, value in foldable(dict(self._stats())).items()}
+        return current if current != self._published else {}
 
     @staticmethod
     def _call_back(done: Callable[[Any], None], result: Any) -> None:

@@ -2,7 +2,7 @@
 
 A spreadable source's task (``spreadable = True`` on its spider class) runs on
 one worker, its *owner*, and ``trawl worker`` queues "join" tasks for the same
-run (:mod:`.spreadjoin`); the workers that take them start a crawler of the
+run (:meth:`trawl.distributed.worker.Worker._invite`); the workers that take them start a crawler of the
 same source with this scheduler and no start requests. Every crawler of the
 run pushes the requests its spider yields into the run's queue
 (:class:`~trawl.distributed.spread.RunRequests`) and takes its next request
@@ -29,16 +29,24 @@ A request that cannot be serialized raises
 :class:`~trawl.distributed.spread.UnserializableRequest` out of the spider's
 callback: the crawl records the error, never drops it silently.
 
-A crawler holds at most ``SPREAD_HOLD`` requests (0: twice the source's
-concurrency: the answers being stored, often held a moment by the batch
-coalescer, and as many downloading), so that the others get theirs and a
-``kill -9`` doubles little.
-An idle crawler asks Redis again with a backoff (0.05 s doubling to 2 s) from
-the ``spider_idle`` signal, raising ``DontCloseSpider`` until the run is over:
-the owner closes when nothing is queued or held by anyone (then says so in
-Redis), a joiner when the owner said so. Idle crawlers reap dead holders once a
-heartbeat. The Redis commands run on the reactor's thread: each is one round
-trip to a Redis close by (push: one script; take: one pipeline).
+The reactor never waits on Redis: pushes and acknowledgements are handed to
+the crawler's lane (:mod:`.spreadlane`, a thread of its own), which sends
+them in batches, one transaction each, and takes requests ahead into
+:attr:`SpreadScheduler.ready`, so that the engine finds its next request at
+once. A crawler holds at most ``SPREAD_HOLD`` requests (0: three times the
+source's concurrency: as many downloading, as many being stored, often held a
+moment by the batch coalescer, and as many ready), so that the others get
+theirs and a ``kill -9`` doubles little. What it cost before the lane (holding
+no more than it downloaded, one Redis call at a time on the reactor's thread)
+and after is measured in docs/distributed.md.
+
+An idle crawler raises ``DontCloseSpider`` from ``spider_idle`` and tells its
+lane, which asks Redis with a backoff (0.05 s doubling to 2 s) whether the run
+is over: the owner closes when nothing is queued or held by anyone (then says
+so in Redis and takes the run's counters: its stats are the whole run's), a
+joiner when the owner said so. Lanes whose queue ran dry reap dead holders
+once a heartbeat. Redis lost: the lane waits it out in the worker's outage
+backoff (:mod:`.outage`), the crawl going on with what it holds.
 """
 
 from __future__ import annotations
