@@ -75,6 +75,7 @@ Redis is trusted as the task queue is: a pickled request runs code when read.
 from __future__ import annotations
 
 import pickle
+import time
 import uuid
 import zlib
 from collections import Counter
@@ -98,6 +99,8 @@ RUN_TTL = 7 * 24 * 3600
 #: How long a run's dedup outlives the run's end (a rerun of its task within it queues nothing again).
 OVER_TTL_MS = 3600 * 1000
 HOLDER_SEPARATOR = "~"
+#: Seconds between two renewals of a holder's registration and its keys' expiry, taking along.
+RENEW_EVERY = 10.0
 
 # KEYS: seen, requests; ARGV: ttl ms, then (dedup entry ('' to skip the dedup), request) pairs.
 # Every push of a batch in one call: the entries new to the run's dedup go into the queue, in order.
@@ -122,7 +125,8 @@ return back
 """
 
 
-# KEYS: requests, held, holders; ARGV: how many, worker, ttl ms. Up to N requests moved into the held list.
+# KEYS: requests, held, holders; ARGV: how many, worker, ttl ms, '1' to (re)register the holder and renew
+# the expiries (its first take, then once a heartbeat). Up to N requests moved into the held list.
 _TAKE = """
 local taken = {}
 for i = 1, tonumber(ARGV[1]) do
@@ -130,7 +134,7 @@ for i = 1, tonumber(ARGV[1]) do
   if not raw then break end
   taken[i] = raw
 end
-if #taken > 0 then
+if #taken > 0 and ARGV[4] == '1' then
   redis.call('SADD', KEYS[3], ARGV[2])
   redis.call('PEXPIRE', KEYS[3], ARGV[3])
   redis.call('PEXPIRE', KEYS[2], ARGV[3])
@@ -232,10 +236,9 @@ class RunRequests:
         #: This crawler's stats report (one key per crawler: a worker may join the same run twice).
         self.report_key = f"{base}stats:{self.holder}:{uuid.uuid4().hex[:8]}"
         self._reported = False
+        self._renew_at = 0.0
         self._push = client.register_script(_PUSH)
         self._reap = client.register_script(_REAP)
-        self._take = client.register_script(_TAKE)
-        self._check = client.register_script(_CHECK)
 
     def held_key(self, worker: str | None = None) -> str:
         return f"{PREFIX}{self.run}:held:{worker or self.holder}"
@@ -265,8 +268,10 @@ class RunRequests:
         """
         pipe = self.client.pipeline(transaction=True)
         pushes = [item for kind, value in ops if kind == "push" for item in value]
+        # EVAL, not EVALSHA: a pipeline's EVALSHA costs a SCRIPT EXISTS round trip each time, and a
+        # NOSCRIPT inside MULTI (a restarted Redis) would fail the pushes and let the acks through.
         if pushes:
-            self._push(keys=[self.seen, self.requests], args=[self.ttl_ms, *pushes], client=pipe)
+            pipe.eval(_PUSH, 2, self.seen, self.requests, self.ttl_ms, *pushes)
         for kind, value in ops:
             if kind == "ack":
                 pipe.lrem(self.held_key(), 1, value)
@@ -276,16 +281,20 @@ class RunRequests:
                 pipe.sadd(self.reporters, self.report_key)
                 pipe.pexpire(self.reporters, self.ttl_ms)
         if take > 0:
-            keys = [self.requests, self.held_key(), self.holders]
-            self._take(keys=keys, args=[take, self.holder, self.ttl_ms], client=pipe)
+            renew = "1" if time.monotonic() >= self._renew_at else "0"
+            pipe.eval(
+                _TAKE, 3, self.requests, self.held_key(), self.holders, take, self.holder, self.ttl_ms, renew
+            )
         if check:
             keys = [self.requests, self.holders, self.done_key, self.owner, self.reporters, self.seen]
             held, over_ttl = f"{PREFIX}{self.run}:held:", min(self.ttl_ms, OVER_TTL_MS)
             args = [held, heartbeat_key(""), check, self.ttl_ms, over_ttl]
-            self._check(keys=keys, args=args, client=pipe)
+            pipe.eval(_CHECK, len(keys), *keys, *args)
         replies = pipe.execute()
         if stats:
             self._reported = True
+        if take > 0 and replies[-2 if check else -1] and renew == "1":
+            self._renew_at = time.monotonic() + RENEW_EVERY
         applied = Applied()
         if check:
             answer = replies.pop()
