@@ -92,6 +92,7 @@ class Lane:
         self._known: Counter[bytes] = Counter()  # taken and not acknowledged: what our held list should be
         self.idle = False
         self._stopping: Callable[[int], None] | None = None
+        self._dead = False
         self._hand_back = False
         self._empty_until = 0.0
         self._wait = FIRST_WAIT
@@ -130,6 +131,9 @@ class Lane:
     def stop(self, hand_back: bool, done: Callable[[int], None]) -> None:
         """Send what is left; hand what this worker holds back to the queue if asked; then ``done(moved)``."""
         with self._cond:
+            if self._dead:  # its thread ended on an error: nothing more can be sent
+                done(0)
+                return
             self._stopping, self._hand_back = done, hand_back
             self._cond.notify()
 
@@ -165,12 +169,19 @@ class Lane:
             try:
                 applied = self._send(ops, want if asking else 0, check)
             except Exception as exc:  # noqa: BLE001 - not an outage: the crawl cannot go on without Redis
+                with self._cond:
+                    self._dead = True
+                    stopping = self._stopping
                 reactor.callFromThread(self._failed, f"Redis refused a batch: {type(exc).__name__}: {exc}")
+                if stopping is not None:
+                    reactor.callFromThread(stopping, 0)
                 return
             if applied is not None:
                 self._received(applied, want if asking else 0)
             if stopping is not None and not self._ops:
-                moved = self.outages.call(self.run.hand_back) if self._hand_back else 0
+                # Also what a take in flight when the crawler closed brought: never left held.
+                keep = self._hand_back or sum(self._known.values()) > 0
+                moved = self.outages.call(self.run.hand_back) if keep else 0
                 reactor.callFromThread(stopping, moved)
                 return
 

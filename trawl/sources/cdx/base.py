@@ -56,8 +56,7 @@ class Endpoint:
     dialect_forced: bool = False
     pages_total: int | None = None
     last_walk: tuple[int, int] | None = None  # (page, body hash) of the last walked page
-    #: Whether its pages are named by its label in the page ledger (``None``: when there are several).
-    named: bool | None = None
+    named: bool | None = None  #: its pages named by its label in the ledger (``None``: if there are several)
 
     def spec(self) -> list[Any]:
         """What a request carries so that another worker's spider knows the endpoint (a spread run)."""
@@ -149,12 +148,8 @@ class CdxSpider(SourceSpider):
         return self._request(index, params, self.parse_count)
 
     def endpoint_of(self, response: Response) -> int:
-        """This spider's index of the response's endpoint, learning it from the request if it must.
-
-        In a spread run (:mod:`trawl.distributed.spreadsched`) a page may be answered by a spider
-        that did not build the endpoint (Common Crawl builds its endpoints from collinfo.json, on
-        whichever worker read it); the request's meta names it, and the index is made this spider's.
-        """
+        """This spider's index of the response's endpoint, learnt from the request's meta if need be:
+        in a spread run another worker's spider may have built it (Common Crawl's, from collinfo.json)."""
         meta = response.meta
         index: int = meta["endpoint"]
         spec = meta.get(ENDPOINT_SPEC)
