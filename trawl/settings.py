@@ -47,12 +47,11 @@ TRAWL_REDIS_URL = os.environ.get("TRAWL_REDIS_URL", "")
 QUEUE_HEARTBEAT = 10
 # A task whose runs died (killed worker, killed crawl) this many times goes to the dead-letter list.
 QUEUE_MAX_DEATHS = 3
-# trawl worker: a spreadable source's pages (wayback's) go into a per-run Redis queue that every
-# worker fetches from (trawl.distributed.spreadsched); False: each task's run stays on one worker.
-# Measured as fast as whole runs (1 worker) and faster (2-3), and it rides out outages and a killed
-# owner, but it stays off by default: with it on, the 3 domains x 3 sources PostgreSQL test lost a
-# Common Crawl page's URLs (docs/distributed.md, "Why spreading is still off by default").
-SPREAD_PAGES = False
+# trawl worker: a spreadable source's pages (wayback's, commoncrawl's) go into a per-run Redis queue
+# that every worker fetches from (trawl.distributed.spreadsched); False: each task's run stays on one
+# worker. Measured as fast as whole runs with one worker and faster with two or three
+# (docs/distributed.md); Redis outages and a killed owner are ridden out.
+SPREAD_PAGES = True
 # Requests a spread crawler holds at once (taken from the run's queue, not yet done with);
 # 0: three times the source's concurrency (downloading, being stored, ready).
 SPREAD_HOLD = 0

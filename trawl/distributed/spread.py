@@ -124,8 +124,8 @@ return back
 """
 
 
-# KEYS: requests, held, holders; ARGV: how many, worker, ttl ms, '1' to (re)register the holder and renew
-# the expiries (its first take, then once a heartbeat). Up to N requests moved into the held list.
+# KEYS: requests, held, holders; ARGV: how many, worker, ttl ms, '1' to renew the expiries (the first
+# take, then every RENEW_EVERY s). Up to N requests moved into the held list, the holder registered.
 _TAKE = """
 local taken = {}
 for i = 1, tonumber(ARGV[1]) do
@@ -133,10 +133,14 @@ for i = 1, tonumber(ARGV[1]) do
   if not raw then break end
   taken[i] = raw
 end
-if #taken > 0 and ARGV[4] == '1' then
+if #taken > 0 then
+  -- Every take: a reaper may have taken this holder out of the set while it looked dead (a stalled
+  -- heartbeat); unregistered, what it holds now would be invisible to the end check.
   redis.call('SADD', KEYS[3], ARGV[2])
-  redis.call('PEXPIRE', KEYS[3], ARGV[3])
-  redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  if ARGV[4] == '1' then
+    redis.call('PEXPIRE', KEYS[3], ARGV[3])
+    redis.call('PEXPIRE', KEYS[2], ARGV[3])
+  end
 end
 return taken
 """

@@ -234,7 +234,7 @@ class CommonCrawlSpider(CdxSpider):
     # Its page requests carry their crawl index's endpoint in their meta (CdxSpider.endpoint_of), so
     # any worker's spider could answer them; not spreadable yet: with it, a spread run lost a page's
     # URLs in the PostgreSQL distributed test (docs/distributed.md), cause not found.
-    spreadable = False
+    spreadable = True
     base_url_setting = "COMMONCRAWL_BASE_URL"
     default_base_url = "https://index.commoncrawl.org"
     extra_arguments = frozenset({"cc_indexes"})
