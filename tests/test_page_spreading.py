@@ -338,11 +338,6 @@ def test_redis_restarted_mid_spread_run_loses_nothing(
     assert len(pages_by_worker(cdx_server)) == 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="commoncrawl is not spreadable yet: a spread run lost a page's URLs in the PostgreSQL "
-    "distributed test (docs/distributed.md); its endpoints already travel in the requests' meta",
-)
 def test_common_crawls_pages_are_spread_over_workers(tmp_path: Path, redis_server: RedisServer) -> None:
     """Common Crawl builds its endpoints from collinfo.json: its page requests carry them."""
     from tests.servers import commoncrawl as cc

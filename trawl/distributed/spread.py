@@ -36,7 +36,8 @@ request for good:
 trip (:mod:`.spreadlane` sends it from a thread of its own).
 
 **What a spider must do to be spreadable** (``spreadable = True`` on its
-class; :class:`~trawl.sources.cdx.wayback.WaybackSpider`):
+class; :class:`~trawl.sources.cdx.wayback.WaybackSpider`,
+:class:`~trawl.sources.cdx.commoncrawl.CommonCrawlSpider`):
 
 - every request it yields, from ``start()`` or from a callback, goes into the
   run's queue and may be answered by **another process's spider** of the same

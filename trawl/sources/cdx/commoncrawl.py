@@ -231,9 +231,8 @@ class CommonCrawlSpider(CdxSpider):
     # about 10 MB; 32 MiB is three times that.
     default_download_maxsize = 32 << 20
     default_download_warnsize = 16 << 20
-    # Its page requests carry their crawl index's endpoint in their meta (CdxSpider.endpoint_of), so
-    # any worker's spider could answer them; not spreadable yet: with it, a spread run lost a page's
-    # URLs in the PostgreSQL distributed test (docs/distributed.md), cause not found.
+    # Spreadable: its page requests carry their crawl index's endpoint in their meta
+    # (CdxSpider.endpoint_of), so any worker's spider answers them, whoever read collinfo.json.
     spreadable = True
     base_url_setting = "COMMONCRAWL_BASE_URL"
     default_base_url = "https://index.commoncrawl.org"
