@@ -47,13 +47,14 @@ TRAWL_REDIS_URL = os.environ.get("TRAWL_REDIS_URL", "")
 QUEUE_HEARTBEAT = 10
 # A task whose runs died (killed worker, killed crawl) this many times goes to the dead-letter list.
 QUEUE_MAX_DEATHS = 3
-# trawl worker: a spreadable source's pages (wayback's) go into a per-run Redis queue that every
-# worker fetches from (trawl.distributed.spreadsched); False: each task's run stays on one worker.
-# Off by default until it pays: measured slower than whole runs (51.8 s against 32.4 s, 3 workers,
-# 150 pages), and its Redis calls are not yet covered by the worker's outage backoff.
+# trawl worker: a spreadable source's pages (wayback's, commoncrawl's) go into a per-run Redis queue
+# that every worker fetches from (trawl.distributed.spreadsched); False: each task's run stays on one
+# worker. Measured as fast as whole runs with one worker and faster with two or three, but off by
+# default: with it on, tests/test_queue_workers.py's Redis restart lost URLs once, cause not found
+# (docs/distributed.md, "Why spreading is still off by default").
 SPREAD_PAGES = False
 # Requests a spread crawler holds at once (taken from the run's queue, not yet done with);
-# 0: twice the source's concurrency (as many being stored as downloading).
+# 0: three times the source's concurrency (downloading, being stored, ready).
 SPREAD_HOLD = 0
 
 # --- Files -------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 A spreadable source's task (``spreadable = True`` on its spider class) runs on
 one worker, its *owner*, and ``trawl worker`` queues "join" tasks for the same
-run (:mod:`.spreadjoin`); the workers that take them start a crawler of the
+run (:meth:`trawl.distributed.worker.Worker._invite`); the workers that take them start a crawler of the
 same source with this scheduler and no start requests. Every crawler of the
 run pushes the requests its spider yields into the run's queue
 (:class:`~trawl.distributed.spread.RunRequests`) and takes its next request
@@ -29,30 +29,41 @@ A request that cannot be serialized raises
 :class:`~trawl.distributed.spread.UnserializableRequest` out of the spider's
 callback: the crawl records the error, never drops it silently.
 
-A crawler holds at most ``SPREAD_HOLD`` requests (0: twice the source's
-concurrency: the answers being stored, often held a moment by the batch
-coalescer, and as many downloading), so that the others get theirs and a
-``kill -9`` doubles little.
-An idle crawler asks Redis again with a backoff (0.05 s doubling to 2 s) from
-the ``spider_idle`` signal, raising ``DontCloseSpider`` until the run is over:
-the owner closes when nothing is queued or held by anyone (then says so in
-Redis), a joiner when the owner said so. Idle crawlers reap dead holders once a
-heartbeat. The Redis commands run on the reactor's thread: each is one round
-trip to a Redis close by (push: one script; take: one pipeline).
+The reactor never waits on Redis: pushes and acknowledgements are handed to
+the crawler's lane (:mod:`.spreadlane`, a thread of its own), which sends
+them in batches, one transaction each, and takes requests ahead into
+:attr:`SpreadScheduler.ready`, so that the engine finds its next request at
+once. A crawler holds at most ``SPREAD_HOLD`` requests (0: three times the
+source's concurrency: as many downloading, as many being stored, often held a
+moment by the batch coalescer, and as many ready), so that the others get
+theirs and a ``kill -9`` doubles little. What it cost before the lane (holding
+no more than it downloaded, one Redis call at a time on the reactor's thread)
+and after is measured in docs/distributed.md.
+
+An idle crawler raises ``DontCloseSpider`` from ``spider_idle`` and tells its
+lane, which asks Redis with a backoff (0.05 s doubling to 2 s) whether the run
+is over: the owner closes when nothing is queued or held by anyone (then says
+so in Redis and takes the run's counters: its stats are the whole run's), a
+joiner when the owner said so. Lanes whose queue ran dry reap dead holders
+once a heartbeat. Redis lost: the lane waits it out in the worker's outage
+backoff (:mod:`.outage`), the crawl going on with what it holds.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
-import time
+from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals
 from scrapy.exceptions import DontCloseSpider
+from scrapy.utils.defer import deferred_from_coro
+from twisted.internet.defer import Deferred
 
 from trawl.distributed.connection import connect
 from trawl.distributed.spread import RunRequests
+from trawl.distributed.spreadlane import Lane
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider
@@ -67,11 +78,12 @@ RUN = "SPREAD_RUN"
 ROLE = "SPREAD_ROLE"
 WORKER = "TRAWL_WORKER_ID"
 OWNER, JOINER = "owner", "joiner"
-FIRST_WAIT, LONGEST_WAIT = 0.05, 2.0
+#: ``SPREAD_HOLD`` 0: this many times the source's concurrency (downloading, being stored, next).
+HOLD_PER_SLOT = 3
 
 
 class SpreadScheduler:
-    """Scrapy's scheduler interface over one run's queue in Redis."""
+    """Scrapy's scheduler interface over one run's queue in Redis; Redis itself is the lane's."""
 
     def __init__(self, crawler: Crawler, run: RunRequests, role: str, hold: int, heartbeat: float) -> None:
         self.crawler = crawler
@@ -80,68 +92,82 @@ class SpreadScheduler:
         self.hold = max(hold, 1)
         self.heartbeat = heartbeat
         self.spider: Spider | None = None
-        #: token -> the raw request, for every request taken and not yet acknowledged.
+        #: token -> the raw request, for every request given to the engine and not yet acknowledged.
         self.held: dict[int, bytes] = {}
+        #: Taken from Redis, not yet asked for by the engine.
+        self.ready: deque[bytes] = deque()
+        self.over = False
         self._tokens = itertools.count(1)
-        self._wait = FIRST_WAIT
-        self._wake: Any = None
-        self._next_reap = 0.0
+        self.lane: Lane | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> SpreadScheduler:
         settings = crawler.settings
-        run = RunRequests(connect(settings), settings[RUN], settings[WORKER])
-        hold = settings.getint("SPREAD_HOLD") or 2 * _concurrency(crawler)
-        return cls(crawler, run, settings.get(ROLE, OWNER), hold, settings.getfloat("QUEUE_HEARTBEAT", 10.0))
+        role = settings.get(ROLE, OWNER)
+        run = RunRequests(connect(settings), settings[RUN], settings[WORKER], role=role)
+        hold = settings.getint("SPREAD_HOLD") or HOLD_PER_SLOT * _concurrency(crawler)
+        return cls(crawler, run, role, hold, settings.getfloat("QUEUE_HEARTBEAT", 10.0))
 
     # --- Scrapy's scheduler interface ------------------------------------------------------
 
-    def open(self, spider: Spider) -> None:
+    def open(self, spider: Spider) -> Deferred:
         self.spider = spider
-        if self.role == OWNER:
-            self.run.open()
+        stats = self.crawler.stats
+        self.lane = Lane(
+            self.run, role=self.role, hold=self.hold, heartbeat=self.heartbeat,
+            stats=lambda: stats.get_stats() if stats is not None else {},
+            deliver=self._delivered, over=self._finished, failed=self._failed,
+        )  # fmt: skip
         self.crawler.signals.connect(self._opened, signal=signals.spider_opened)
         self.crawler.signals.connect(self._idle, signal=signals.spider_idle)
         logger.info("%s: spreading run %s's pages (%s)", spider.name, self.run.run, self.role)
+        opened: Deferred = Deferred()
+        self.lane.call(self.run.open if self.role == OWNER else (lambda: None), opened.callback)
+        return opened
 
-    def close(self, reason: str) -> None:
-        if self._wake is not None and self._wake.active():
-            self._wake.cancel()
-        if self.held:  # stopped before they were done: another worker's crawler takes them
-            back = self.run.hand_back()
-            logger.info("spread run %s: %d request(s) handed back", self.run.run, back)
-            self.held.clear()
+    def close(self, reason: str) -> Deferred | None:
+        if self.lane is None:
+            return None
+        closed: Deferred = Deferred()
+        hand_back = bool(self.held or self.ready or self.lane.in_hand)
+
+        def done(moved: int) -> None:
+            if moved:  # stopped before they were done: another worker's crawler takes them
+                logger.info("spread run %s: %d request(s) handed back", self.run.run, moved)
+            closed.callback(None)
+
+        self.held.clear()
+        self.ready.clear()
+        self.lane.stop(hand_back, done)
+        return closed
 
     def has_pending_requests(self) -> bool:
-        return False  # nothing is pending here: the run's queue is in Redis, read when idle
+        return bool(self.ready)  # the run's queue is in Redis: what the lane took is pending here
 
     def enqueue_request(self, request: Request) -> bool:
         token = request.meta.pop(TOKEN, None)
         if self.role == JOINER and request.meta.get("is_start_request"):
             return False  # a joiner's spider starts nothing: the owner's start is the run's
-        assert self.spider is not None
+        assert self.spider is not None and self.lane is not None
         fingerprint = self.crawler.request_fingerprinter.fingerprint(request).hex()
-        queued = self.run.push(request, self.spider, fingerprint)  # UnserializableRequest: loud
+        self.lane.push(self.run.entry(request, self.spider, fingerprint))  # UnserializableRequest: loud
         if token is not None and token in self.held:  # a retry or redirect: it replaces the held one
             self._ack(token)
         stats = self.crawler.stats
-        if queued and stats is not None:
+        if stats is not None:
             stats.inc_value("scheduler/enqueued")
             stats.inc_value("scheduler/enqueued/redis")
-        return queued
+        return True  # the run's dedup is Redis's: a request it saw before is not queued again there
 
     def next_request(self) -> Request | None:
-        if len(self.held) >= self.hold:
-            return None
-        raw = self.run.pop()
-        if raw is None:
+        if not self.ready:
             return None
         assert self.spider is not None
+        raw = self.ready.popleft()
         request = self.run.decode(raw, self.spider)
         token = next(self._tokens)
         self.held[token] = raw
         request.meta[TOKEN] = token
-        self._wait = FIRST_WAIT
         stats = self.crawler.stats
         if stats is not None:
             stats.inc_value("scheduler/dequeued")
@@ -149,7 +175,31 @@ class SpreadScheduler:
         return request
 
     def __len__(self) -> int:
-        return 0
+        return len(self.ready)
+
+    # --- from the lane ---------------------------------------------------------------------
+
+    def _delivered(self, taken: list[bytes]) -> None:
+        if self.lane is None or self.lane.stopping:  # closing: the lane hands them back
+            return
+        self.ready.extend(taken)
+        self.lane.set_idle(False)
+        self._poke()
+
+    def _finished(self, totals: dict[str, float]) -> None:
+        """The run is over for this crawler; the owner takes the run's counters, summed over its crawlers."""
+        self.over = True
+        stats = self.crawler.stats
+        if self.role == OWNER and stats is not None:
+            for name, value in totals.items():
+                stats.set_value(name, int(value) if float(value).is_integer() else value)
+        self._poke()
+
+    def _failed(self, reason: str) -> None:
+        logger.error("spread run %s: %s", self.run.run, reason)
+        engine = self.crawler.engine
+        if engine is not None and self.spider is not None:
+            deferred_from_coro(engine.close_spider_async(reason="spread_failed"))
 
     # --- acknowledgements ------------------------------------------------------------------
 
@@ -171,40 +221,29 @@ class SpreadScheduler:
 
     def _ack(self, token: int) -> None:
         raw = self.held.pop(token)
-        self.run.ack(raw)
+        assert self.lane is not None
+        self.lane.ack(raw)
 
     # --- the end of the run ----------------------------------------------------------------
 
     def _idle(self, spider: Spider) -> None:
-        now = time.monotonic()
-        if now >= self._next_reap:
-            self._next_reap = now + self.heartbeat
-            for worker, back in self.run.reap().items():
-                logger.warning("spread run %s: worker %s is dead: %d request(s) back in the queue",
-                               self.run.run, worker, back)  # fmt: skip
-        if self.role == OWNER:
-            if self.run.finished():
-                self.run.close()
-                return
-        elif self.run.over():
+        """Close once the lane said the run is over; until then ask it (it backs off, 0.05 s to 2 s)."""
+        if self.over:
             return
-        self._schedule_wake()
+        assert self.lane is not None
+        self.lane.set_idle(True)
         raise DontCloseSpider
-
-    def _schedule_wake(self) -> None:
-        from twisted.internet import reactor
-
-        if self._wake is not None and self._wake.active():
-            return
-        wait, self._wait = self._wait, min(self._wait * 2, LONGEST_WAIT)
-        self._wake = reactor.callLater(wait, self._poke)
 
     def _poke(self) -> None:
         """Ask the engine for its next request now, not at its 5 s heartbeat."""
-        slot = getattr(self.crawler.engine, "_slot", None)
+        engine = self.crawler.engine
+        slot = getattr(engine, "_slot", None)
         nextcall = getattr(slot, "nextcall", None)
-        if nextcall is not None:
-            nextcall.schedule()
+        if nextcall is None or getattr(slot, "closing", None) or not getattr(engine, "running", False):
+            return  # closing: the engine asks for nothing more
+        if getattr(getattr(engine, "scraper", None), "slot", None) is None:
+            return
+        nextcall.schedule()
 
 
 def _concurrency(crawler: Crawler) -> int:

@@ -43,6 +43,7 @@ from twisted.internet.defer import Deferred, DeferredList
 from trawl.distributed import taskrun
 from trawl.distributed.outage import MAX_DELAY, Outages
 from trawl.distributed.queue import MISSED_BEATS, WorkQueue
+from trawl.distributed.spreadlane import share_outages
 from trawl.distributed.taskrun import HeldTask
 from trawl.distributed.tasks import Task
 from trawl.errors import TrawlError
@@ -110,6 +111,7 @@ class Worker:
         self.until_empty = until_empty
         self.id = new_worker_id()
         self.outages = Outages(logger, min(MAX_DELAY, queue.heartbeat * MISSED_BEATS))
+        share_outages(self.outages)  # a spread crawl's Redis thread rides the same outages
         #: The taker's own connection, so that ``CLIENT UNBLOCK`` ends exactly its ``BLMOVE``.
         self.take_queue = WorkQueue(separate_client(queue.client), queue.max_deaths, queue.heartbeat)
         self.taker_id: int | None = None

@@ -98,6 +98,7 @@ class RateLimitMiddleware:
         self.crawler = crawler
         self.limiter: SourceLimiter | None = None
         self.backpressure: Backpressure | None = None
+        self.counted = False
         #: Longest pause a hint may impose: a server asking for more gets a partial run, not a hung one.
         self.max_pause = crawler.settings.getfloat("RETRY_MAX_PAUSE")
         self.ban_pause = crawler.settings.getfloat("RETRY_BAN_PAUSE")
@@ -113,6 +114,10 @@ class RateLimitMiddleware:
     def spider_opened(self, spider: Spider) -> None:
         self.limiter = source_limiter(self.crawler, spider)
         self.limiter.reopen()
+        # The gate is the source's in this process: a worker runs several crawls of one source at
+        # once (tasks, a spread run's joiners); only the last one stopping gives up the waiting requests.
+        self.limiter.open_crawls = getattr(self.limiter, "open_crawls", 0) + 1  # type: ignore[attr-defined]
+        self.counted = True
         self.backpressure = Backpressure(self.limiter, self.ban_pause, self.max_pause)
         self.limiter.backpressure = self.backpressure  # type: ignore[attr-defined]
         if self.limiter.requests is not None:
@@ -128,6 +133,11 @@ class RateLimitMiddleware:
         """The crawler is closing: requests held by a pause or a backoff are given up, not waited for."""
         if self.limiter is None:
             return
+        if self.counted:  # the signal may come more than once for one crawl
+            self.counted = False
+            self.limiter.open_crawls = getattr(self.limiter, "open_crawls", 1) - 1  # type: ignore[attr-defined]
+        if getattr(self.limiter, "open_crawls", 0) > 0:
+            return  # another crawl of the source runs here: its requests must not fail
         source = self.limiter.source
         given_up = self.limiter.abandon(
             lambda: Abandoned(f"{source}: not sent, the crawl is stopping ({reason})")

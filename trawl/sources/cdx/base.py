@@ -42,6 +42,8 @@ from trawl.sources.cdx.parse import (
 )
 
 NO_CAPTURES = b"no captures found"
+#: The meta key of the endpoint a request of a spreadable source carries (:meth:`Endpoint.spec`).
+ENDPOINT_SPEC = "cdx_endpoint"
 
 
 @dataclass
@@ -54,6 +56,11 @@ class Endpoint:
     dialect_forced: bool = False
     pages_total: int | None = None
     last_walk: tuple[int, int] | None = None  # (page, body hash) of the last walked page
+    named: bool | None = None  #: its pages named by its label in the ledger (``None``: if there are several)
+
+    def spec(self) -> list[Any]:
+        """What a request carries so that another worker's spider knows the endpoint (a spread run)."""
+        return [self.url, self.label, self.dialect.value, self.dialect_forced, self.named]
 
 
 class CdxSpider(SourceSpider):
@@ -127,6 +134,8 @@ class CdxSpider(SourceSpider):
     ) -> scrapy.Request:
         meta["handle_httpstatus_all"] = True
         meta["endpoint"] = index
+        if self.spreadable:  # any worker's spider may answer it: the endpoint travels with it
+            meta[ENDPOINT_SPEC] = self.endpoints[index].spec()
         return scrapy.Request(
             f"{self.endpoints[index].url}?{urlencode(params)}",
             callback=callback,
@@ -138,9 +147,26 @@ class CdxSpider(SourceSpider):
         params = self.query(self.endpoints[index], count=True) + [("showNumPages", "true")]
         return self._request(index, params, self.parse_count)
 
+    def endpoint_of(self, response: Response) -> int:
+        """This spider's index of the response's endpoint, learnt from the request's meta if need be:
+        in a spread run another worker's spider may have built it (Common Crawl's, from collinfo.json)."""
+        meta = response.meta
+        index: int = meta["endpoint"]
+        spec = meta.get(ENDPOINT_SPEC)
+        if spec is None:
+            return index
+        url, label, dialect, forced, named = spec
+        if not (index < len(self.endpoints) and self.endpoints[index].label == label):
+            found = [n for n, endpoint in enumerate(self.endpoints) if endpoint.label == label]
+            index = found[0] if found else self.add_endpoint(url, label, Dialect(dialect), bool(forced))
+            self.endpoints[index].named = named
+            meta["endpoint"] = index
+        return index
+
     def page_key(self, index: int, page: int) -> str:
         """How a page is named in batches and in the store's page ledger."""
-        if len(self.endpoints) > 1:
+        named = self.endpoints[index].named
+        if named if named is not None else len(self.endpoints) > 1:
             return f"{self.endpoints[index].label} page={page}"
         return f"page={page}"
 
@@ -179,7 +205,7 @@ class CdxSpider(SourceSpider):
         """Names the endpoint in log lines when there is more than one."""
         if len(self.endpoints) < 2:
             return ""
-        return f" ({self.endpoints[response.meta['endpoint']].label})"
+        return f" ({self.endpoints[self.endpoint_of(response)].label})"
 
     def _blocked(self, response: Response) -> bool:
         headers = b"\n".join(k + b": " + b", ".join(v) for k, v in response.headers.items())
@@ -197,7 +223,7 @@ class CdxSpider(SourceSpider):
         return response.status == 404 and NO_CAPTURES in response.body[:512].lower()
 
     def parse_count(self, response: Response) -> Iterator[Any]:
-        index: int = response.meta["endpoint"]
+        index = self.endpoint_of(response)
         endpoint = self.endpoints[index]
         if self._blocked(response):
             return
@@ -265,7 +291,7 @@ class CdxSpider(SourceSpider):
                 break  # the request limit, not a page stored before
 
     def parse_cdx_page(self, response: Response) -> Iterator[Any]:
-        index: int = response.meta["endpoint"]
+        index = self.endpoint_of(response)
         endpoint = self.endpoints[index]
         page: int = response.meta["page"]
         walk: bool = response.meta.get("walk", False)
@@ -338,7 +364,7 @@ class CdxSpider(SourceSpider):
 
     def parse_probe(self, response: Response) -> Iterator[Any]:
         """Was the empty page the end, or did filters empty it?"""
-        index: int = response.meta["endpoint"]
+        index = self.endpoint_of(response)
         page: int = response.meta["page"]
         if response.status != 200 or self.looks_like_html(response):
             return

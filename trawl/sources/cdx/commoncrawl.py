@@ -231,6 +231,9 @@ class CommonCrawlSpider(CdxSpider):
     # about 10 MB; 32 MiB is three times that.
     default_download_maxsize = 32 << 20
     default_download_warnsize = 16 << 20
+    # Spreadable: its page requests carry their crawl index's endpoint in their meta
+    # (CdxSpider.endpoint_of), so any worker's spider answers them, whoever read collinfo.json.
+    spreadable = True
     base_url_setting = "COMMONCRAWL_BASE_URL"
     default_base_url = "https://index.commoncrawl.org"
     extra_arguments = frozenset({"cc_indexes"})
@@ -369,8 +372,9 @@ class CommonCrawlSpider(CdxSpider):
         )
         for index in chosen:
             number = self.add_endpoint(f"{self.base_url}/{index.id}-index", index.id, Dialect.PYWB, True)
+            self.endpoints[number].named = len(chosen) > 1  # every worker's spider names its pages alike
             yield self.count_request(number)
 
     def where(self, response: Response) -> str:
         """Always name the crawl: "HTTP 504 for CDX page 3" alone does not say which index."""
-        return f" ({self.endpoints[response.meta['endpoint']].label})"
+        return f" ({self.endpoints[self.endpoint_of(response)].label})"
