@@ -227,7 +227,7 @@ def test_the_parquet_layer_gives_the_same_answers(
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["top", "--days", "x"], "--days takes a whole number 1 to 45"),
+        (["top", "--days", "x"], "--days takes a whole number 1 to 183"),
         (["rdeps", "nosuch"], "no crate named 'nosuch'"),
         (["trends", "--growth", "0.5"], "the growth factor must be a number above 1"),
         (["updated", "--since", "yesterday"], "--since takes a date"),

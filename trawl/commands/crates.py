@@ -30,7 +30,14 @@ from trawl.commands._output import FORMATS, default_format, write_csv, write_jso
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.sources.crates.alerts import check_alerts
-from trawl.sources.crates.alerts.rules import check_growth, load_rules, read_events, save_rules, watch_path
+from trawl.sources.crates.alerts.rules import (
+    MAX_WINDOW,
+    check_growth,
+    load_rules,
+    read_events,
+    save_rules,
+    watch_path,
+)
 from trawl.sources.crates.questions import downloads, graph
 from trawl.sources.crates.questions.layers import StoreLayer, choose_layer
 from trawl.stores.registry import store_class
@@ -139,7 +146,7 @@ class Command(ScrapyCommand):
         limit = _whole(opts.limit, "--limit", 0) if opts.limit is not None else None
         if question == "top":
             by = (opts.by or "downloads").strip().lower()
-            days = _whole(opts.days or "7", "--days", 1, 45)
+            days = _whole(opts.days or "7", "--days", 1, MAX_WINDOW)
             layer = self._layer(opts)
             return downloads.top(layer, by, days, 20 if limit is None else limit)
         if question == "updated":

@@ -76,8 +76,13 @@ class Rules:
         return data
 
 
+#: The longest download window (``trends --window``, ``top --days``, ``watch growth``): two fit in
+#: a year. Past the dump's 90 days the windows read the days ``-a history=`` archived.
+MAX_WINDOW = 183
+
+
 def check_growth(factor: object, window: object) -> tuple[float, int]:
-    """A growth threshold: a factor > 1 and a window of 1 to 45 days (two windows fit in 90 days)."""
+    """A growth threshold: a factor > 1 and a window of 1 to :data:`MAX_WINDOW` days."""
     try:
         f, w = float(str(factor)), int(str(window))
     except ValueError:
@@ -86,9 +91,9 @@ def check_growth(factor: object, window: object) -> tuple[float, int]:
         ) from None
     if not 1.0 < f < float("inf"):
         raise TrawlUsageError(f"the growth factor must be a number above 1 (3.0: +200%), not {factor!r}")
-    if not 1 <= w <= 45:
+    if not 1 <= w <= MAX_WINDOW:
         raise TrawlUsageError(
-            f"the growth window must be 1 to 45 days (two windows in the dump's 90), not {window!r}"
+            f"the growth window must be 1 to {MAX_WINDOW} days (two windows in a year), not {window!r}"
         )
     return f, w
 

@@ -1,7 +1,11 @@
 """The download questions: ``top``, ``trends``, ``updated``; the growth windows the alerts share.
 
 Downloads per crate and day are the ``version_download`` rows (the dump's last
-90 days, the API's ``/downloads``) summed over each crate's versions. A window
+90 days, the API's ``/downloads``) together with the ``version_download_archive``
+rows (the older days ``-a history=`` keeps apart, because each dump load replaces
+``version_download`` whole), summed over each crate's versions. A version and
+day both kinds hold counts once, the dump's row winning: a window reaching past
+the dump's 90 days is answered from the archived days. A window
 of ``days`` days ends on the newest day the data has (the day the dump or the
 top-up was made, not today: an answer does not drift while the data stands
 still); *last* is the sum over that window, *previous* over the ``days`` before
@@ -21,6 +25,7 @@ from datetime import date, datetime, timedelta
 import polars as pl
 
 from trawl.errors import TrawlUsageError
+from trawl.sources.crates.archive import VersionDownloadArchiveBatch
 from trawl.sources.crates.questions.graph import crate_names, current_versions
 from trawl.sources.crates.questions.layers import Layer
 from trawl.sources.crates.records import CrateBatch, VersionBatch, VersionDownloadBatch
@@ -29,9 +34,23 @@ TOP_BY = ("downloads", "recent", "growth")
 _WINDOW_SCHEMA = {"crate_id": pl.Int64, "last": pl.Int64, "previous": pl.Int64}
 
 
+def version_days(layer: Layer) -> pl.DataFrame:
+    """``version_id``, ``date``, ``downloads``: the dump's rows and the archived ones it lacks
+    (one row per version and day, the dump's winning: see the module docstring)."""
+    columns = ["version_id", "date", "downloads"]
+    dump = layer.read(VersionDownloadBatch, columns)
+    archived = layer.read(VersionDownloadArchiveBatch, columns)
+    if not archived.height:
+        return dump
+    older = archived.unique(["version_id", "date"], keep="last").join(
+        dump.select("version_id", "date"), on=["version_id", "date"], how="anti"
+    )
+    return pl.concat([dump, older.select(columns)], how="vertical")
+
+
 def daily(layer: Layer) -> pl.DataFrame:
     """``crate_id``, ``day`` (a date), ``downloads``: each crate's downloads per day."""
-    rows = layer.read(VersionDownloadBatch, ["version_id", "date", "downloads"])
+    rows = version_days(layer)
     versions = layer.read(VersionBatch, ["id", "crate_id"]).rename({"id": "version_id"})
     return (
         rows.join(versions, on="version_id")

@@ -14,6 +14,9 @@ either (:mod:`.graph`, :mod:`.downloads`) and is the same from each.
   ``crates``, ``crate_downloads``, ``default_versions``) is joined by its key the
   way the store's ``last`` merge joins them: the newest non-null value per column.
   It holds dumps only, not what ``mode=api`` or ``incremental`` wrote since.
+  The archived days ``-a history=`` wrote (``version_download_archive``) are
+  read from every ``version_downloads_archive/day=YYYY-MM-DD/`` file: they are
+  not snapshots, each day is written once.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import polars as pl
 
 from trawl.errors import TrawlUsageError
 from trawl.records.batches import Batch
+from trawl.sources.crates.archive import DATASET as ARCHIVE_DATASET
+from trawl.sources.crates.archive import VersionDownloadArchiveBatch
 
 #: Record kind -> the db-dump tables its rows come from (the raw layer keeps one dataset per table).
 KIND_TABLES: dict[str, tuple[str, ...]] = {
@@ -32,6 +37,7 @@ KIND_TABLES: dict[str, tuple[str, ...]] = {
     "version": ("versions",),
     "dependency": ("dependencies",),
     "version_download": ("version_downloads",),
+    VersionDownloadArchiveBatch.kind: (ARCHIVE_DATASET,),
 }
 LAYERS = ("auto", "store", "parquet")
 
@@ -75,16 +81,22 @@ class ParquetLayer:
         partitions = sorted(p for p in (self.root / table).glob("dump_date=*") if p.is_dir())
         return sorted(partitions[-1].glob("*.parquet")) if partitions else []
 
+    def _files(self, batch_type: type[Batch], table: str) -> list[Path]:
+        """The files to read of ``table``: every archived day's, or the newest dump's partition."""
+        if batch_type.kind == VersionDownloadArchiveBatch.kind:
+            return sorted((self.root / table).glob("day=*/*.parquet"))
+        return self._newest(table)
+
     def read(self, batch_type: type[Batch], columns: list[str]) -> pl.DataFrame:
         schema = {name: batch_type.SCHEMA[name] for name in columns}
         key = list(batch_type.KEY)
         wanted = list(dict.fromkeys([*key, *columns]))
         frames = []
         for table in KIND_TABLES.get(batch_type.kind, ()):
-            files = self._newest(table)
+            files = self._files(batch_type, table)
             if not files:
                 continue
-            scan = pl.scan_parquet(files)
+            scan = pl.scan_parquet(files, hive_partitioning=False)
             have = scan.collect_schema().names()
             frames.append(
                 scan.select(
