@@ -159,6 +159,8 @@ class ProbeSpider(Source):
                 if limit and asked >= limit:
                     break
                 asked += 1
+                if self.page_done(url) is not None:  # stored by this run before it was stopped
+                    continue
                 for request in self._requests_for(url):
                     yield request
         self.start_done = True
@@ -283,7 +285,7 @@ class ProbeSpider(Source):
             len(self.buffer) >= BATCH_ROWS or now - self.buffer_since >= BATCH_SECONDS or last
         ):
             rows, self.buffer = self.buffer, []
-            yield ProbeBatch.from_rows(self.name, rows)
+            yield ledgered(ProbeBatch.from_rows(self.name, rows))
 
     def _finish(self, origin: Origin, row: dict[str, Any], simhash: int | None) -> dict[str, Any]:
         row["verdict"] = verdict(row, origin, simhash, self.distance)
@@ -300,6 +302,20 @@ class ProbeSpider(Source):
                 "%s: %d probe records not stored: the crawl stopped", self.name, len(self.buffer)
             )
         log_table(self.logger, self.crawler.stats)
+
+
+def ledgered(batch: ProbeBatch) -> ProbeBatch:
+    """Each URL of the batch as a page of the store's ledger, written in the records' transaction.
+
+    Why: ``-s JOBDIR=`` keeps the run across a stop, and the ledger is what a
+    resumed run reads back (:meth:`~trawl.sources.base.Source.page_done`), so a
+    URL whose record was stored is not asked again and one that was not is.
+    """
+    urls = batch.frame.get_column("url").to_list()
+    if urls:
+        batch.page, batch.page_rows = urls[0], 1
+        batch._more_pages = dict.fromkeys(urls[1:], 1)
+    return batch
 
 
 def interleaved(urls: list[str]) -> list[str]:
