@@ -45,16 +45,28 @@ def check_redis_url(settings: Any, name: str, sources: Any = None) -> None:
         )
 
 
-def connect(settings: Any) -> redis.Redis:
-    """A client of the shared Redis that answered ``PING``; ``TrawlUsageError`` in one line if none does."""
+def client(settings: Any) -> redis.Redis:
+    """A client of the shared Redis, not asked anything yet (connections are made on first use).
+
+    For what runs inside a worker, which reached Redis at its start and waits out an outage
+    (:mod:`.outage`): a crawler built during an outage must not fail on a ``PING``.
+    """
     import redis
 
     url = redis_url(settings)
     if not url:
         raise TrawlUsageError(f"{SETTING} is not set: name the shared Redis (e.g. redis://127.0.0.1:6379/0)")
+    return redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=30)
+
+
+def connect(settings: Any) -> redis.Redis:
+    """A client of the shared Redis that answered ``PING``; ``TrawlUsageError`` in one line if none does."""
+    import redis
+
+    url = redis_url(settings)
     try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=30)
-        client.ping()
+        shared = client(settings)
+        shared.ping()
     except (redis.RedisError, ValueError) as exc:
         raise TrawlUsageError(f"{SETTING} {redact(url)!r}: cannot reach Redis: {redact(str(exc))}") from None
-    return client
+    return shared

@@ -61,7 +61,7 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet.defer import Deferred
 
-from trawl.distributed.connection import connect
+from trawl.distributed.connection import client
 from trawl.distributed.spread import RunRequests
 from trawl.distributed.spreadlane import Lane
 
@@ -104,7 +104,7 @@ class SpreadScheduler:
     def from_crawler(cls, crawler: Crawler) -> SpreadScheduler:
         settings = crawler.settings
         role = settings.get(ROLE, OWNER)
-        run = RunRequests(connect(settings), settings[RUN], settings[WORKER], role=role)
+        run = RunRequests(client(settings), settings[RUN], settings[WORKER], role=role)
         hold = settings.getint("SPREAD_HOLD") or HOLD_PER_SLOT * _concurrency(crawler)
         return cls(crawler, run, role, hold, settings.getfloat("QUEUE_HEARTBEAT", 10.0))
 

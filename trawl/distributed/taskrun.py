@@ -142,7 +142,7 @@ def preflight(held: HeldTask, loader: Any) -> None:
     apply_declared_defaults(settings)  # the components' own defaults, under anything set
     held.plugins = plugin_manager_from_settings(settings)
     check_all(loader, settings, held.arguments)
-    check_run(settings, held.plugins, exports=bool(settings.getdict("FEEDS")))
+    check_run(settings, held.plugins, exports=bool(settings.getdict("FEEDS")), redis_checked=True)
 
 
 def launch(held: HeldTask, process: CrawlerProcessBase) -> None:

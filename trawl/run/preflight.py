@@ -35,12 +35,19 @@ def check_paths(settings: Any) -> None:
         check_jobdir(str(settings.get("JOBDIR")))
 
 
-def check_run(settings: Any, plugins: pluggy.PluginManager, exports: bool = False) -> None:
-    """Everything a run needs that its settings name answers; a port for metrics is listened on."""
+def check_run(
+    settings: Any, plugins: pluggy.PluginManager, exports: bool = False, redis_checked: bool = False
+) -> None:
+    """Everything a run needs that its settings name answers; a port for metrics is listened on.
+
+    ``redis_checked``: the caller is a worker, which reached Redis at its start and waits out
+    an outage itself; a task taken just before an outage must wait too, not fail its check.
+    """
     uri = str(settings.get("STORE_URI") or "").strip()
     if uri:  # a bad STORE_URI would otherwise fail inside the reactor, with a traceback
         check_store_uri(uri, plugins, store_needs(settings, exports))
     read_proxy_list(settings)  # a socks5 proxy: one line, not a traceback
-    check_shared_gate(settings)  # TRAWL_REDIS_URL that does not answer: one line
+    if not redis_checked:
+        check_shared_gate(settings)  # TRAWL_REDIS_URL that does not answer: one line
     check_paths(settings)
     start_metrics(settings)  # a port in use: one line, before anything is sent
