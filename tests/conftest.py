@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import processes
+
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Never the user's own store: trawl's default is ~/.local/share/trawl/trawl.db (trawl.stores.location),
@@ -86,7 +88,7 @@ def run_scrapy(workdir: Path, *args: str, timeout: float = 120, env: dict | None
         )
     full_env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings", **(env or {}))
     full_env.pop("SCRAPY_PROJECT", None)
-    proc = subprocess.run(
+    proc = processes.run(
         [sys.executable, "-m", "scrapy", *args],
         cwd=workdir,
         env=full_env,

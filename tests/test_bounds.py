@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TEST_DEFAULTS, CrawlResult, assert_no_traceback
+from tests.helpers import processes
 from tests.servers.hostile import HostileServer, Mode
 
 QUICK = {"RETRY_BACKOFF_BASE": 0.01, "RETRY_BACKOFF_MAX": 0.05}
@@ -44,7 +45,7 @@ def trawl_crawl(workdir: Path, *args: str, settings: dict[str, object]) -> Crawl
     command = [sys.executable, "-m", "trawl.cli", "crawl", *args, "-a", "domain=example.com"]
     command += [arg for name, value in given.items() for arg in ("-s", f"{name}={value}")]
     env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings")
-    proc = subprocess.run(
+    proc = processes.run(
         command, cwd=workdir, env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
     )
     return CrawlResult(proc.returncode, proc.stdout, proc.stderr, workdir)

@@ -20,6 +20,7 @@ import pytest
 import scrapy
 
 from tests.conftest import ROOT
+from tests.helpers import processes
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.otx import FakeOtxServer, OtxUrl
 from tests.test_kibana import FakeKibana
@@ -41,7 +42,7 @@ def outside_env() -> dict[str, str]:
 
 
 def trawl(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return processes.run(
         [str(TRAWL), *args],
         cwd=cwd,
         env=outside_env(),
@@ -122,7 +123,7 @@ def test_help_usage_and_errors_say_trawl(outside: Path) -> None:
 
 def test_scrapy_inside_the_project_keeps_working() -> None:
     env = outside_env()
-    listed = subprocess.run(
+    listed = processes.run(
         [sys.executable, "-m", "scrapy", "list"],
         cwd=ROOT,
         env=env,
@@ -132,7 +133,7 @@ def test_scrapy_inside_the_project_keeps_working() -> None:
     )
     assert listed.returncode == 0, listed.stderr
     assert {"all", "wayback", "otx"} <= set(listed.stdout.split())
-    helped = subprocess.run(
+    helped = processes.run(
         [sys.executable, "-m", "scrapy", "-h"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
     )
     commands = listed_commands(helped.stdout)

@@ -19,6 +19,8 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from tests.helpers import processes
+
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
     from tests.servers.ia_cdx import Capture, FakeCdxServer, make_capture
@@ -213,7 +215,7 @@ _DIE_IN_TRANSACTION = textwrap.dedent(
 
 def test_kill_inside_an_open_transaction(tmp_path: Path) -> None:
     db = tmp_path / "t.db"
-    proc = subprocess.run(
+    proc = processes.run(
         [sys.executable, "-c", _DIE_IN_TRANSACTION, str(db)],
         capture_output=True,
         text=True,

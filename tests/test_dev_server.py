@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.helpers import processes
 
 TRAWL = Path(sys.executable).parent / "trawl"
 READY_WITHIN = 30.0
@@ -105,7 +106,7 @@ def test_the_printed_command_crawls_every_upstream_exactly(dev_server: DevServer
     assert command[:3] == [str(TRAWL), "crawl", "all"]  # a bare trawl: not on PATH outside the venv
     workdir = tmp_path / "crawl"
     workdir.mkdir()
-    crawl = subprocess.run(
+    crawl = processes.run(
         command,
         cwd=workdir,
         env=outside_env(PATH="/usr/bin:/bin"),  # as pasted into a shell without the venv active
@@ -131,7 +132,7 @@ def test_the_printed_command_crawls_every_upstream_exactly(dev_server: DevServer
     module = runpy.run_path(str(tmp_path / "dev_settings.py"))
     assert {name: str(module[name]) for name in given} == given
     assert module["COMMANDS_MODULE"] == "trawl.commands"  # trawl's settings underneath
-    read = subprocess.run(
+    read = processes.run(
         [str(TRAWL), "settings", "--get", "WAYBACK_BASE_URL"],
         cwd=workdir,
         env=outside_env(PYTHONPATH=str(tmp_path), SCRAPY_SETTINGS_MODULE="dev_settings"),
@@ -153,7 +154,7 @@ def test_the_printed_command_crawls_every_upstream_exactly(dev_server: DevServer
 
 
 def test_a_bad_option_is_one_line() -> None:
-    done = subprocess.run(
+    done = processes.run(
         [sys.executable, "-m", "tests.servers", "--sources", "wayback,nope"],
         cwd=ROOT,
         capture_output=True,
@@ -169,7 +170,7 @@ def test_a_port_in_use_is_one_line() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        done = subprocess.run(
+        done = processes.run(
             [
                 sys.executable,
                 "-m",

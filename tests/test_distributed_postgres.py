@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import processes
 from tests.servers.devdata import Dataset, build_dataset, expected_urls
 from tests.servers.devserver import crawl_settings, start_upstreams
 from tests.servers.postgres_server import PASSWORD, PostgresServer
@@ -53,7 +54,7 @@ def settings_args(settings: dict[str, Any]) -> list[str]:
 
 
 def trawl(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run([*TRAWL, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    done = processes.run([*TRAWL, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     assert done.returncode == 0, done.stderr[-3000:]
     return done

@@ -11,7 +11,6 @@ repeated ``-a domain=`` silently took the last.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, run_scrapy
+from tests.helpers import processes
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.virustotal import FakeVirusTotal
 from tests.test_source_virustotal import EXAMPLE_FILTERED, EXAMPLE_REPORT, KEY, NO_KEY_ENV
@@ -148,7 +148,7 @@ def test_building_the_package_prints_no_license_deprecation(tmp_path: Path) -> N
         "from setuptools import build_meta\n"
         "print(build_meta.prepare_metadata_for_build_wheel(sys.argv[1]))\n"
     )
-    done = subprocess.run(
+    done = processes.run(
         [sys.executable, "-W", "always", "-c", build, str(tmp_path)],
         cwd=ROOT,
         capture_output=True,

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, CrawlResult, crawl_args, run_scrapy
+from tests.helpers import processes
 from tests.servers.commoncrawl import FakeCommonCrawl, cc_record
 from tests.servers.ghostarchive import FakeGhostArchive
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
@@ -127,7 +128,7 @@ def test_json_lines(workdir: Path) -> None:
 def make(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     venv = Path(sys.prefix)
     command = ["make", "-f", str(ROOT / "Makefile"), f"VENV={venv}", "-o", f"{venv}/bin/.installed", *args]
-    return subprocess.run(
+    return processes.run(
         command, cwd=cwd, capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL
     )
 

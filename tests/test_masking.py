@@ -10,7 +10,6 @@ from ``EXTENSIONS`` both lines printed the key.
 from __future__ import annotations
 
 import logging
-import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -19,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import crawl_args, run_scrapy
+from tests.helpers import processes
 from tests.servers.virustotal import FakeVirusTotal, build_report, server_error
 from trawl.run.secrets import register_secret
 
@@ -89,7 +89,7 @@ def test_the_key_never_shows_with_scrapys_own_log_handler(tmp_path: Path, server
         process.start()
         """
     )
-    proc = subprocess.run(
+    proc = processes.run(
         [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert [r.params["apikey"] for r in server.requests] == [KEY]

@@ -14,6 +14,7 @@ from scrapy.settings import Settings
 
 import trawl
 from tests.conftest import FAST, ROOT, CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.helpers import processes
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from trawl.errors import TrawlUsageError
 from trawl.pipeline.itempipeline import PluginPipeline
@@ -65,7 +66,7 @@ def plugin_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("site")
     source = tmp_path_factory.mktemp("src") / PLUGIN_SOURCE.name
     shutil.copytree(PLUGIN_SOURCE, source)  # setuptools builds in the source tree
-    subprocess.run(
+    processes.run(
         [
             sys.executable,
             "-m",
@@ -387,7 +388,7 @@ finally:
 def test_a_crawl_builds_its_plugin_manager_once(workdir: Path, server: FakeCdxServer, source: str) -> None:
     extra = ["-a", "sources=wayback"] if source == "all" else []
     args = crawl_args(source, "example.com", {"WAYBACK_BASE_URL": server.base_url, **FAST}, *extra)
-    proc = subprocess.run(
+    proc = processes.run(
         [sys.executable, "-c", COUNT_BUILDS, *args],
         cwd=workdir,
         env=dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings"),
@@ -412,7 +413,7 @@ def test_hookimpl_is_importable_from_trawl_without_scrapy() -> None:
         "import sys, trawl; from trawl import hookimpl, hookspec;"
         " print(sorted({m.split('.')[0] for m in sys.modules} & {'scrapy', 'polars', 'twisted'}))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = processes.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
@@ -461,7 +462,7 @@ def test_a_plugin_source_setting_is_in_the_docs_test_view(plugin_path: Path) -> 
     """tests/test_docs.py enumerates the registered components' settings: the plugin's are there."""
     code = "from tests.test_docs import trawl_settings; print(' '.join(trawl_settings()))"
     env = dict(os.environ, **plugin_env(plugin_path))
-    proc = subprocess.run(
+    proc = processes.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )
     names = set(proc.stdout.split())

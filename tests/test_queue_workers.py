@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import redis
 
+from tests.helpers import processes
 from tests.servers.devdata import Dataset, build_dataset, expected_urls
 from tests.servers.devserver import crawl_settings, start_upstreams
 from tests.servers.redis_server import RedisServer
@@ -127,7 +128,7 @@ def enqueue(cwd: Path, url: str, upstreams: Upstreams) -> None:
         command = [*TRAWL, "enqueue", domain, "-a", "sources=" + ",".join(SOURCES), "-a", "filters=false"]
         command += ["-a", "cc_indexes=0"]  # every Common Crawl index (commoncrawl's own argument)
         command += settings_args({**upstreams.settings[domain], "TRAWL_REDIS_URL": url})
-        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120)
+        done = processes.run(command, cwd=cwd, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
         assert done.stdout.strip().endswith("queued 3 task(s) for 1 domain(s)")
 
@@ -143,7 +144,7 @@ def stored(store: Path) -> dict[str, int]:
 
 
 def queue_status(cwd: Path, url: str) -> str:
-    done = subprocess.run(
+    done = processes.run(
         [*TRAWL, "queue", "-s", f"TRAWL_REDIS_URL={url}"], cwd=cwd, capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
@@ -257,7 +258,7 @@ def test_sigterm_stops_an_idle_worker_at_once(tmp_path: Path, redis_server: Redi
 
 @pytest.mark.parametrize("command", ["enqueue example.com", "worker", "queue"])
 def test_redis_down_is_one_line_and_exit_2(tmp_path: Path, command: str) -> None:
-    done = subprocess.run(
+    done = processes.run(
         [*TRAWL, *command.split(), "-s", "TRAWL_REDIS_URL=redis://:secret@127.0.0.1:9/0"],
         cwd=tmp_path, capture_output=True, text=True, timeout=60,
     )  # fmt: skip
@@ -274,15 +275,15 @@ def test_the_same_work_is_queued_once_and_bad_input_queues_nothing(
     scope.write_text("# the scope\nexample.org\n\nexample.com  # again\n", encoding="utf-8")
     base = [*TRAWL, "enqueue", "-s", f"TRAWL_REDIS_URL={url}", "-s", "OTX_API_KEY=k"]
     base += ["-a", "sources=wayback,otx"]
-    first = subprocess.run([*base, "example.com", "--file", str(scope)], cwd=tmp_path, capture_output=True,
+    first = processes.run([*base, "example.com", "--file", str(scope)], cwd=tmp_path, capture_output=True,
                            text=True, timeout=60)  # fmt: skip
     assert first.returncode == 0, first.stderr
     assert first.stdout.strip().endswith("queued 4 task(s) for 2 domain(s)")
-    again = subprocess.run([*base, "example.com"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    again = processes.run([*base, "example.com"], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert again.returncode == 0
     assert "example.com wayback: already queued or running, not queued again" in again.stdout
     assert again.stdout.strip().endswith("queued 0 task(s) for 1 domain(s)")
-    bad = subprocess.run([*base, "example.com", "not a domain"], cwd=tmp_path, capture_output=True, text=True,
+    bad = processes.run([*base, "example.com", "not a domain"], cwd=tmp_path, capture_output=True, text=True,
                          timeout=60)  # fmt: skip
     assert bad.returncode == 2 and bad.stderr.startswith("trawl: error: ") and bad.stderr.count("\n") == 1
     status = queue_status(tmp_path, url)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import processes
 from tests.servers.local import Answer, LocalServer, SeenRequest
 
 PASSWORD = "s3cret-horse"
@@ -68,7 +69,7 @@ def scrapyd() -> Iterator[FakeScrapyd]:
 
 def trawl(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if k not in ("SCRAPYD_AUTH", "SCRAPY_SETTINGS_MODULE")}
-    return subprocess.run(
+    return processes.run(
         [sys.executable, "-m", "trawl.cli", "schedule", *args],
         cwd=tmp_path,
         env={**full_env, **(env or {})},

@@ -26,6 +26,7 @@ from urllib.request import urlopen
 import pytest
 
 from tests.conftest import FAST, ROOT
+from tests.helpers import processes
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.scrapyd import PROJECT, ScrapydServer
 
@@ -211,7 +212,7 @@ def test_runs_missed_while_scrapyd_was_down_run_once_on_start(scrapyd: Server) -
 
 def test_trawl_schedule_add_list_remove_against_scrapyd(scrapyd: Server, tmp_path: Path) -> None:
     def trawl(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
+        return processes.run(
             [sys.executable, "-m", "trawl.cli", "schedule", *args, "--url", scrapyd.url],
             cwd=tmp_path,
             capture_output=True,

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from scrapy.settings import Settings
 
+from tests.helpers import processes
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import UrlBatch
 from trawl.records.ecs import url_fields
@@ -82,7 +83,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def trawl_search(cwd: Path, query: str, *args: str) -> subprocess.CompletedProcess[str]:
     """The ``trawl`` console script, as a user runs it (this checkout's code through PYTHONPATH)."""
     env = {k: v for k, v in os.environ.items() if k not in ("SCRAPY_SETTINGS_MODULE", "SCRAPY_PROJECT")}
-    return subprocess.run(
+    return processes.run(
         [str(TRAWL), "search", query, *args],
         cwd=cwd,
         env=env,

@@ -20,6 +20,7 @@ import polars as pl
 import pytest
 
 from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.helpers import processes
 from tests.servers.crates_dump import FakeCratesDumpServer, make_dump
 from trawl.sources.crates.blocks import record_blocks
 
@@ -585,12 +586,11 @@ runpy.run_module("scrapy", run_name="__main__")
 def peak_rss_mb(workdir: Path, *args: str) -> tuple[int, float]:
     """Exit status and peak RSS (MB) of one crawl in a process of its own."""
     import os
-    import subprocess
     import sys
 
     env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings")
     with (workdir / "crawl.log").open("w") as log:
-        status = subprocess.run(
+        status = processes.run(
             [sys.executable, "-c", PEAK_RSS_WRAPPER, *args], cwd=workdir, env=env, stdout=log, stderr=log
         ).returncode
     return status, int((workdir / "peak_rss_kb").read_text()) / 1024

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 
+from tests.helpers import processes
 from tests.servers.redis_server import RedisServer
 from trawl.distributed.queue import WORKERS, heartbeat_key
 from trawl.distributed.storecheck import STORES
@@ -50,7 +51,7 @@ def worker(tmp_path: Path, url: str, store_uri: str) -> subprocess.CompletedProc
         "-s",
         f"STORE_URI={store_uri}",
     ]
-    return subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+    return processes.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_sqlite_here_with_a_live_worker_elsewhere_is_refused(server: RedisServer, tmp_path: Path) -> None:

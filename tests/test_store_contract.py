@@ -14,7 +14,6 @@ from __future__ import annotations
 import random
 import shutil
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -23,6 +22,7 @@ import pytest
 from scrapy.settings import Settings
 
 from tests.conftest import assert_no_traceback, crawl_args, run_scrapy
+from tests.helpers import processes
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import UrlBatch
@@ -121,7 +121,7 @@ def store_plugin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("site")
     source = tmp_path_factory.mktemp("src") / STORE_SOURCE.name
     shutil.copytree(STORE_SOURCE, source)
-    subprocess.run(
+    processes.run(
         [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
          "--target", str(target), str(source)],
         check=True,

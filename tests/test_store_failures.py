@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import processes
 from tests.servers.devdata import build_dataset
 from tests.servers.devserver import crawl_arguments, crawl_settings, start_upstreams, trawl_executable
 from tests.servers.receiver import FakeReceiver
@@ -43,7 +44,7 @@ def crawl_all(
     for name, value in {**settings, "STORE_URI": f"sqlite:///{store}"}.items():
         command += ["-s", f"{name}={value}"]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    return subprocess.run(
+    return processes.run(
         [*command, *extra], cwd=cwd, env=env, capture_output=True, text=True, timeout=180, check=False
     )
 
@@ -107,7 +108,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 300 KB tmpfs: room for the schema and a page or two, then SQLITE_FULL."""
     mount = tmp_path / "small"
     mount.mkdir()
-    made = subprocess.run(
+    made = processes.run(
         ["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(mount)], capture_output=True, check=False
     )
     if made.returncode:
@@ -115,7 +116,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
     try:
         yield mount
     finally:
-        subprocess.run(["umount", str(mount)], check=False)
+        processes.run(["umount", str(mount)], check=False)
 
 
 def test_a_full_disk_says_so_once_and_keeps_what_was_committed(

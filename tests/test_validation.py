@@ -9,7 +9,6 @@ tracebacks from signal handlers and sent its requests ungated (exit 1), and
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from scrapy.settings import Settings
 
 import trawl.settings
 from tests.conftest import CrawlResult, crawl_args, run_scrapy
+from tests.helpers import processes
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.test_docs import trawl_settings
 from trawl.errors import TrawlUsageError
@@ -114,7 +114,7 @@ def test_a_script_that_bypasses_the_command_sends_nothing_either(
         process.start()
         """
     )
-    proc = subprocess.run(
+    proc = processes.run(
         [sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert "RATE_LIMITS['wayback'] must be N requests per T seconds" in proc.stderr, proc.stderr[-3000:]

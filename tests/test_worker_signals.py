@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import signal
-import subprocess
 import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import processes
 from tests.servers.devdata import build_dataset, expected_urls
 from tests.servers.devserver import crawl_settings, start_upstreams
 from tests.servers.redis_server import RedisServer
@@ -46,7 +46,7 @@ def redis_url() -> Iterator[str]:
 def enqueue_one(cwd: Path, url: str, upstream: dict[str, str]) -> None:
     command = [*TRAWL, "enqueue", DOMAIN, "-a", "sources=wayback", "-a", "filters=false"]
     command += settings_args({**upstream, "TRAWL_REDIS_URL": url})
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=120)
+    done = processes.run(command, cwd=cwd, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
 
 
