@@ -1,6 +1,7 @@
 # trawl: two commands a newcomer needs (see README.md).
 #   make crawl DOMAIN=example.com   set up, then collect the domain's URLs from every source into the store and urls.txt
 #   make test                       set up, then lint and run the whole test suite
+#   make check                      set up, then lint and run the fast tier (about 2 minutes; docs/development.md)
 # make's own exit status is 0 or 2: a crawl that exits 1 (partial, failed) makes make exit 2, after
 # "make: *** [...] Error 1". Scripts that need the crawl's status run .venv/bin/trawl crawl ... directly.
 PYTHON ?= python3
@@ -10,7 +11,7 @@ SOURCE ?= all
 ARGS ?=
 BIN := $(VENV)/bin
 
-.PHONY: setup crawl test bench clean
+.PHONY: setup crawl test check bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +30,10 @@ crawl: setup
 test: setup
 	$(BIN)/ruff check .
 	$(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=40
+
+check: setup
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile -m "not slow"
 
 bench: setup
 	$(BIN)/python bench/bench_wayback.py

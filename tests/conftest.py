@@ -118,3 +118,16 @@ def workdir(tmp_path: Path) -> Path:
 
 def assert_no_traceback(result: CrawlResult) -> None:
     assert "Traceback" not in result.stderr, result.stderr[-3000:]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: left out of make check (tests/helpers/slowlist.py)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from tests.helpers.slowlist import is_slow, listed
+
+    slow = listed()
+    for item in items:
+        if is_slow(item.nodeid, slow):
+            item.add_marker(pytest.mark.slow)
