@@ -44,6 +44,8 @@ from trawl.sources.cdx.parse import (
 NO_CAPTURES = b"no captures found"
 #: The meta key of the endpoint a request of a spreadable source carries (:meth:`Endpoint.spec`).
 ENDPOINT_SPEC = "cdx_endpoint"
+#: The meta key of the endpoint's page count as its sender knew it (a spreadable source's requests).
+PAGES_KNOWN = "cdx_pages_total"
 
 
 @dataclass
@@ -136,6 +138,7 @@ class CdxSpider(SourceSpider):
         meta["endpoint"] = index
         if self.spreadable:  # any worker's spider may answer it: the endpoint travels with it
             meta[ENDPOINT_SPEC] = self.endpoints[index].spec()
+            meta[PAGES_KNOWN] = self.endpoints[index].pages_total
         return scrapy.Request(
             f"{self.endpoints[index].url}?{urlencode(params)}",
             callback=callback,
@@ -149,7 +152,13 @@ class CdxSpider(SourceSpider):
 
     def endpoint_of(self, response: Response) -> int:
         """This spider's index of the response's endpoint, learnt from the request's meta if need be:
-        in a spread run another worker's spider may have built it (Common Crawl's, from collinfo.json)."""
+        in a spread run another worker's spider may have built it (Common Crawl's, from collinfo.json).
+
+        Its page count too (:data:`PAGES_KNOWN`): only the spider that read ``showNumPages`` knew
+        it, so another worker's spider that fetched the empty page walked past the count took it
+        for a page (a spread run of 60 pages said 61 or 60, by who fetched page 60). The larger of
+        this spider's count and the request's: a walk raises it on whichever worker reads a page.
+        """
         meta = response.meta
         index: int = meta["endpoint"]
         spec = meta.get(ENDPOINT_SPEC)
@@ -161,6 +170,10 @@ class CdxSpider(SourceSpider):
             index = found[0] if found else self.add_endpoint(url, label, Dialect(dialect), bool(forced))
             self.endpoints[index].named = named
             meta["endpoint"] = index
+        known = meta.get(PAGES_KNOWN)
+        endpoint = self.endpoints[index]
+        if known is not None and (endpoint.pages_total is None or known > endpoint.pages_total):
+            endpoint.pages_total = known
         return index
 
     def page_key(self, index: int, page: int) -> str:
