@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.conftest import TEST_DEFAULTS, CrawlResult, assert_no_traceback
 from tests.helpers import processes
-from tests.servers.hostile import HostileServer, Mode
+from tests.servers.hostile import HOSTILE_PAGE, HostileServer, Mode, example_site
 
 QUICK = {"RETRY_BACKOFF_BASE": 0.01, "RETRY_BACKOFF_MAX": 0.05}
 #: Page 0 of the CDX answer: three captures in the plain-text form trawl asks for.
@@ -154,15 +156,153 @@ def test_a_bad_size_setting_is_one_line(workdir: Path) -> None:
     assert "SOURCE_DOWNLOAD_MAXSIZE['wayback'] must be a whole number" in result.stderr
 
 
-def test_each_source_declares_a_size_limit_that_bounds_a_hostile_crawl() -> None:
-    """Every built-in's limit fits its API and, all in flight at once, stays well under 1 GB."""
-    from trawl.sources.builtin import BUILTIN_SOURCES
+def registered_sources() -> dict[str, type]:
+    """Every source trawl's plugins register (what ``trawl list`` offers), the record sources included."""
+    from trawl.sources.loader import PluginSpiderLoader
 
-    limits = {source.name: source.default_download_maxsize for source in BUILTIN_SOURCES}
-    assert all(limit and limit <= 64 << 20 for limit in limits.values()), limits
+    loader = PluginSpiderLoader(project_settings())
+    return {name: loader.load(name) for name in loader.list() if name != "all"}
+
+
+def project_settings() -> Any:
+    from scrapy.settings import Settings
+
+    settings = Settings()
+    settings.setmodule("trawl.settings", priority="project")
+    return settings
+
+
+def crawler_settings(source: type) -> Any:
+    """The settings a crawler of ``source`` runs with: trawl's, and the source's own limits over them."""
+    settings = project_settings()
+    source.update_settings(settings)  # type: ignore[attr-defined]
+    return settings
+
+
+#: The record sources, each bounded its own way (the URL sources: their ``default_download_maxsize``).
+#: The live crawl and the probe read a capped part of each answer: the cap's setting.
+READ_CAPS = {"live": "LIVE_MAX_BYTES", "probe": "PROBE_MAX_BYTES"}
+
+
+def test_each_source_declares_a_size_limit_that_bounds_a_hostile_crawl() -> None:
+    """Every registered source's answers are bounded, and by a limit that fits the source.
+
+    The URL sources declare theirs (``default_download_maxsize``), at most 64 MiB, on the wire
+    and inflated. The record sources: the crates.io dump is one answer of 8 GiB at most, streamed
+    (what waits for the reader is at most ``HIGH_WATER``); responses' lookups have the project's
+    64 MiB and its files ``RESPONSES_MAX_BYTES``; the live crawl and the probe cut each answer at
+    their cap (:data:`READ_CAPS`), and what a compressed one inflates to is bounded too (below).
+    """
+    from trawl.sources.builtin import BUILTIN_RECORD_SOURCES, BUILTIN_SOURCES
+    from trawl.sources.crates import stream
+    from trawl.sources.crates.spider import STREAMING_HANDLER
+
+    sources = registered_sources()
+    url_sources = {source.name for source in BUILTIN_SOURCES}
+    record_sources = {source.name for source in BUILTIN_RECORD_SOURCES}
+    assert set(sources) == url_sources | record_sources == url_sources | {"crates", "responses", *READ_CAPS}
+    settings = {name: crawler_settings(source) for name, source in sources.items()}
+    limits = {name: given.getint("DOWNLOAD_MAXSIZE") for name, given in settings.items()}
+    for name in url_sources:
+        source = sources[name]
+        assert source.default_download_maxsize == limits[name] <= 64 << 20, name
+        assert source.default_download_warnsize and source.default_download_warnsize < limits[name], name
     assert limits["otx"] < limits["wayback"]
-    for source in BUILTIN_SOURCES:
-        assert (
-            source.default_download_warnsize
-            and source.default_download_warnsize < source.default_download_maxsize
-        )
+    # crates: the whole dump in one answer, streamed to its reader, never whole in memory.
+    assert sources["crates"].default_download_maxsize == limits["crates"] == 8 << 30
+    assert settings["crates"].getdict("DOWNLOAD_HANDLERS")["https"] == STREAMING_HANDLER
+    assert stream.LOW_WATER < stream.HIGH_WATER <= 64 << 20
+    # responses: its CDX lookups under the project's limit, each file under RESPONSES_MAX_BYTES.
+    assert limits["responses"] <= 64 << 20
+    assert sources["responses"].declared_settings()["RESPONSES_MAX_BYTES"].default <= 128 << 20
+    # live, probe: each answer cut at the cap, which is under the limit of what it inflates to.
+    for name, cap in READ_CAPS.items():
+        assert sources[name].declared_settings()[cap].default <= limits[name] <= 64 << 20, name
+
+
+def request_of(name: str, source: type) -> Any:
+    """A page request as the live crawl or the probe makes it (its meta: ``download_maxsize`` 0...)."""
+    spider = object.__new__(source)  # the request builders use no state of the spider
+    if name == "live":
+        return spider._request("http://example.com/page", 1, None, "a", (), False)
+    return spider._request(
+        "http://example.com/page", spider.parse_answer, spider.answer_failed, "http://example.com", 0
+    )
+
+
+@pytest.mark.parametrize(("name", "setting"), [("live", "LIVE_MAX_BYTES"), ("probe", "DOWNLOAD_MAXSIZE")])
+def test_what_an_answer_to_the_live_crawl_or_the_probe_inflates_to_is_bounded(
+    name: str, setting: str
+) -> None:
+    """Their requests' ``download_maxsize: 0`` (not to fail a 2 GB ISO on its Content-Length) made
+    Scrapy inflate a compressed answer without limit: 64 MiB here, 1 GiB as well."""
+    from scrapy.http import HtmlResponse
+    from scrapy.utils.test import get_crawler
+
+    from tests.servers.hostile import gzip_bomb
+    from trawl.politeness.bounds import BoundedCompressionMiddleware, ResponseTooLarge
+
+    source = registered_sources()[name]
+    crawler = get_crawler(source, {"DOWNLOAD_MAXSIZE": 2 << 20, "LIVE_MAX_BYTES": 1 << 20})
+    middleware = BoundedCompressionMiddleware(crawler=crawler)
+    request = request_of(name, source)
+    assert request.meta["download_maxsize"] == 0
+    body = gzip_bomb(64 << 20)
+    response = HtmlResponse(request.url, body=body, headers={"Content-Encoding": "gzip"}, request=request)
+    with pytest.raises(ResponseTooLarge) as raised:
+        middleware.process_response(request, response)
+    limit = crawler.settings.getint(setting)
+    assert (raised.value.limit, raised.value.setting, raised.value.wire) == (limit, setting, len(body))
+    assert limit < raised.value.received <= limit + (64 << 10)  # stopped at the limit, 64 KiB at a time
+
+
+#: Runs ``trawl.cli`` and writes the process's own peak RSS (VmHWM) to ``peak_rss_kb`` as it ends.
+PEAK_RSS_WRAPPER = """
+import atexit, re, runpy, sys
+def hwm():
+    status = open("/proc/self/status").read()
+    open("peak_rss_kb", "w").write(re.search(r"VmHWM:\\s+(\\d+)", status).group(1))
+atexit.register(hwm)
+sys.argv = ["trawl", *sys.argv[1:]]
+runpy.run_module("trawl.cli", run_name="__main__")
+"""
+
+
+def live_links(workdir: Path) -> dict[str, dict]:
+    with sqlite3.connect(workdir / "trawl.db") as con:
+        con.row_factory = sqlite3.Row
+        return {row["url"]: dict(row) for row in con.execute("SELECT * FROM link_records")}
+
+
+def test_a_gzip_bomb_on_the_live_crawl_stops_at_live_max_bytes_and_is_said_once(workdir: Path) -> None:
+    """Issue 25, item 5: a page of 256 MiB of zeros in 256 KB of gzip, sent despite the crawl's
+    ``Accept-Encoding: identity``. Before: the live requests' ``download_maxsize: 0`` switched
+    off the decompressed-size bound too and ``LIVE_MAX_BYTES`` counted the bytes on the wire only:
+    the whole page inflated (1.18 GB of peak RSS here; 4.36 GB for a 1 GiB bomb), was stored as
+    ``page 200 text/html``, and nothing was said."""
+    with HostileServer("bomb", normal=example_site, bomb_bytes=256 << 20, content_type="text/html") as srv:
+        given = {**TEST_DEFAULTS, **QUICK, "PROXY_LIST": srv.base_url, "STORE_URI": "sqlite:///trawl.db"}
+        command = [sys.executable, "-c", PEAK_RSS_WRAPPER, "crawl", "live", "-a", "domain=example.com"]
+        command += [arg for name, value in given.items() for arg in ("-s", f"{name}={value}")]
+        env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings")
+        proc = processes.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=120)
+        asked = [line for line in srv.requests if HOSTILE_PAGE in line]
+    result = CrawlResult(proc.returncode, proc.stdout, proc.stderr, workdir)
+    assert_no_traceback(result)
+    assert result.returncode == 0, result.stderr[-3000:]  # the target's page, not the run, failed
+    page = f"http://example.com{HOSTILE_PAGE}"
+    said = [line for line in result.stderr.splitlines() if ("] WARNING:" in line or "] ERROR:" in line)]
+    named = [line for line in said if page in line]
+    assert len(named) == 1, said
+    assert re.search(
+        rf"\] WARNING: live: {re.escape(page)}: answer over the size limit of 8 MiB \(LIVE_MAX_BYTES\): "
+        r"8\.\d MiB once decompressed, from [\d.]+ KiB on the wire; the page is not read$",
+        named[0],
+    ), named[0]
+    assert not any("Ignored response" in line or "decompression" in line for line in said)
+    assert asked == [f"GET {page} HTTP/1.1"]  # not retried: it would be as large again
+    row = live_links(workdir)[page]
+    assert (row["verdict"], row["status"], row["content_type"]) == ("error", None, None), row
+    assert result.stat("trawl/live/too_large") == "1"
+    peak = int((workdir / "peak_rss_kb").read_text()) / 1024
+    assert peak < 256, f"peak RSS {peak:.0f} MB: the 256 MiB page was inflated"

@@ -13,9 +13,13 @@ cannot send a body forever), one thread per connection:
 * ``dribble``: ``200``, chunked, ``dribble_bytes`` every ``dribble_every``
   seconds, forever.
 
-``normal`` maps a request-path predicate to a plain answer (a CDX
-``showNumPages`` count, say) so the hostile answer lands on a data page.
-``requests`` holds each request's first line, for tests to poll.
+``normal`` maps a request path to a plain answer (a CDX ``showNumPages``
+count, say) so the hostile answer lands on a data page: the body (``200`` with
+``content_type``), or ``(status, content type, body)``; ``None``: the hostile
+answer. Used as a forward proxy (``PROXY_LIST``), the path it gets is the whole
+URL (``http://example.com/robots.txt``), so one server is a whole site for the
+live crawl and the probe. ``requests`` holds each request's first line, for
+tests to poll.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ from typing import Literal
 
 Mode = Literal["endless", "bomb", "dribble"]
 CHUNK = 65536
+#: A plain answer: its body (200, the server's content type), or (status, content type, body).
+Plain = bytes | tuple[int, str, bytes]
 
 
 @cache
@@ -53,7 +59,7 @@ class HostileServer:
         self,
         mode: Mode,
         *,
-        normal: Callable[[str], bytes | None] | None = None,
+        normal: Callable[[str], Plain | None] | None = None,
         bomb_bytes: int = 1 << 30,
         dribble_bytes: int = 16,
         dribble_every: float = 0.2,
@@ -134,11 +140,14 @@ class HostileServer:
                 path = line.split(" ")[1] if " " in line else "/"
                 plain = self.normal(path) if self.normal else None
                 if plain is not None:
-                    head = (
-                        f"HTTP/1.1 200 OK\r\nContent-Type: {self.content_type}\r\n"
-                        f"Content-Length: {len(plain)}\r\n\r\n"
+                    status, content_type, body = (
+                        plain if isinstance(plain, tuple) else (200, self.content_type, plain)
                     )
-                    conn.sendall(head.encode() + plain)
+                    head = (
+                        f"HTTP/1.1 {status} {'OK' if status < 400 else 'Error'}\r\n"
+                        f"Content-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n"
+                    )
+                    conn.sendall(head.encode() + body)
                     continue
                 if not self._hostile(conn):
                     return
@@ -194,3 +203,26 @@ class HostileServer:
                     pass
                 conn.close()
         self._sock.close()
+
+
+#: The page of :func:`example_site` that gets the hostile answer.
+HOSTILE_PAGE = "/hostile.html"
+HOME = (
+    b"<!DOCTYPE html><html><head><title>Example home</title></head><body>"
+    b'<p>Welcome.</p><a href="' + HOSTILE_PAGE.encode() + b'">the hostile page</a></body></html>'
+)
+
+
+def example_site(url: str) -> Plain | None:
+    """``http://example.com`` as the live crawl and the probe see it through the hostile server
+    (their ``PROXY_LIST``): a home page linking to :data:`HOSTILE_PAGE`, whose answer is the
+    hostile one; robots.txt allows everything; anything else (the sitemap, the favicon, the
+    random path of the soft-404 check) is a 404."""
+    path = "/" + url.split("://", 1)[-1].partition("/")[2]
+    if path == "/":
+        return 200, "text/html; charset=utf-8", HOME
+    if path == "/robots.txt":
+        return 200, "text/plain", b"User-agent: *\nAllow: /\n"
+    if path == HOSTILE_PAGE:
+        return None
+    return 404, "text/html", b"<html><body><h1>Not found</h1></body></html>"

@@ -23,7 +23,18 @@ verified by ``tests/test_bounds.py``. What this module adds is the saying:
   midway, but a server that dribbles does so every time, and four tries of
   120 s each was eight minutes spent on one page;
 * the warning when a page passes the source's ``DOWNLOAD_WARNSIZE``, once, in
-  trawl's words.
+  trawl's words;
+* a bound on the decompressed size of the answers of a source that reads a
+  capped part of a body (the live crawl, the probe). Their requests set
+  ``download_maxsize: 0`` in their meta, so that Scrapy does not fail a 2 GB
+  ISO on its ``Content-Length`` but lets them cut it; Scrapy reads the same
+  0 as "inflate without limit", and ``LIVE_MAX_BYTES`` counted the bytes on
+  the wire only: a 1 MB page inflating to 1 GiB took a live crawl to 4.36 GB
+  of RSS and was stored as ``page 200 text/html``, nothing said (issue 25,
+  item 5). Here 0 turns off the limit on the wire only: a compressed body
+  still inflates at most to the setting the request names in
+  ``meta[INFLATE_LIMIT]`` (``LIVE_MAX_BYTES``), else to the source's
+  ``DOWNLOAD_MAXSIZE``, and fails with :class:`ResponseTooLarge` past it.
 
 The download handler (:mod:`trawl.politeness.handler`) feeds :class:`BodyWatch`
 from Scrapy's ``headers_received`` and ``bytes_received`` signals.
@@ -53,6 +64,12 @@ logger = logging.getLogger(__name__)
 
 #: Tries after the first for a page whose answer was still arriving at the timeout.
 SLOW_ANSWER_RETRIES = 1
+#: request.meta key: the setting (``"LIVE_MAX_BYTES"``) that bounds what a compressed answer to
+#: a request with ``download_maxsize: 0`` may inflate to (a name: the meta of a spread request
+#: is pickled, and the line that says the page was cut names the setting).
+INFLATE_LIMIT = "trawl_inflate_limit"
+#: The setting that sets a source's limit unless the request names another.
+MAXSIZE = "DOWNLOAD_MAXSIZE"
 
 
 def size_text(size: int, exact: bool = False) -> str:
@@ -80,13 +97,23 @@ def what_request(request: Request) -> str:
 class ResponseTooLarge(Exception):  # noqa: N818 - named for what the user is told
     """An answer over this source's ``DOWNLOAD_MAXSIZE``: cut off, the page not read."""
 
-    def __init__(self, limit: int, received: int, *, wire: int | None = None, expected: bool = False) -> None:
+    def __init__(
+        self,
+        limit: int,
+        received: int,
+        *,
+        wire: int | None = None,
+        expected: bool = False,
+        setting: str = MAXSIZE,
+    ) -> None:
         self.limit = limit
         self.received = received
         #: Bytes on the wire when the limit was passed while inflating a compressed body.
         self.wire = wire
         #: The server's Content-Length said so before any of the body came.
         self.expected = expected
+        #: The setting the limit is (``DOWNLOAD_MAXSIZE``, ``LIVE_MAX_BYTES``).
+        self.setting = setting
         super().__init__(self.describe())
 
     def describe(self) -> str:
@@ -97,7 +124,7 @@ class ResponseTooLarge(Exception):  # noqa: N818 - named for what the user is to
             how = f"announced as {size_text(self.received)}; not downloaded"
         else:
             how = f"cut off after {size_text(self.received)}"
-        return f"answer over the size limit of {limit} (DOWNLOAD_MAXSIZE): {how}"
+        return f"answer over the size limit of {limit} ({self.setting}): {how}"
 
 
 class StillArriving(DownloadTimeoutError):
@@ -114,8 +141,8 @@ def bounded_failure(request: Request, error: BaseException) -> tuple[str, str] |
     at its timeout (after its one retry), or ``None`` for any other failure."""
     what = what_request(request)
     if isinstance(error, ResponseTooLarge):
-        why = "SOURCE_DOWNLOAD_MAXSIZE sets this source's limit"
-        return "too_large", f"{what}: {error.describe()}; the page is not read ({why})"
+        why = " (SOURCE_DOWNLOAD_MAXSIZE sets this source's limit)" if error.setting == MAXSIZE else ""
+        return "too_large", f"{what}: {error.describe()}; the page is not read{why}"
     if isinstance(error, StillArriving):
         tries = request.meta.get("retry_times", 0)
         return "slow", f"{what}: {error}; gave up after {counted(tries, 'retry')}"
@@ -198,22 +225,42 @@ class BoundedCompressionMiddleware(HttpCompressionMiddleware):
     Scrapy's raises ``IgnoreRequest`` with a message naming the whole request;
     the source could not tell it from any other ignored request and would have
     said ``cannot reach`` a server that answered. Decompression itself, and its
-    64 KiB steps, are Scrapy's.
+    64 KiB steps, are Scrapy's. The limit is the request's ``download_maxsize``
+    (the crawler's ``DOWNLOAD_MAXSIZE`` without it) unless that is 0: then the
+    setting ``meta[INFLATE_LIMIT]`` names, else ``DOWNLOAD_MAXSIZE`` (:func:`inflate_limit`).
     """
 
     def __init__(self, stats: Any = None, *, crawler: Crawler | None = None) -> None:
         super().__init__(stats, crawler=crawler)
         self.crawler = crawler
         self._request: Request | None = None
+        self._limit: tuple[int, str] | None = None
 
     def process_response(self, request: Request, response: Any, spider: Any = None) -> Any:
         self._request = request
+        self._limit = self.inflate_limit(request)
         try:
             return super().process_response(request, response)
         finally:
             self._request = None
+            self._limit = None
+
+    def inflate_limit(self, request: Request) -> tuple[int, str]:
+        """The bytes a compressed answer to ``request`` may inflate to, and the setting that says so."""
+        given = request.meta.get("download_maxsize")
+        if given is None:
+            return self._max_size, MAXSIZE
+        if given:
+            return int(given), MAXSIZE
+        setting = request.meta.get(INFLATE_LIMIT)
+        if setting and self.crawler is not None:
+            return self.crawler.settings.getint(setting), str(setting)
+        return self._max_size, MAXSIZE  # 0 turns off the limit on the wire, not this one
 
     def _handle_encoding(self, body: bytes, content_encoding: list[bytes], max_size: int) -> Any:
+        setting = MAXSIZE
+        if self._limit is not None:
+            max_size, setting = self._limit
         try:
             decoded, kept = super()._handle_encoding(body, content_encoding, max_size)
         except _DecompressionMaxSizeExceeded as exc:
@@ -224,7 +271,7 @@ class BoundedCompressionMiddleware(HttpCompressionMiddleware):
             # Raised out of the except block: as the context of ours, Scrapy's exception would
             # keep its traceback, and so gunzip's buffer (the limit's worth of bytes), alive
             # as long as the failure: measured, 1.5 GB of RSS with every source a gzip bomb.
-            raise ResponseTooLarge(max_size, inflated, wire=len(body))
+            raise ResponseTooLarge(max_size, inflated, wire=len(body), setting=setting)
         request = self._request
         if request is not None and self.crawler is not None:
             warn_size = int(request.meta.get("download_warnsize", self._warn_size))

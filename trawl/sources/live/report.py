@@ -3,7 +3,8 @@
 Stats: ``trawl/live/pages`` (fetched), ``trawl/live/verdict/<verdict>``,
 ``trawl/live/found`` (in-scope URLs named), ``trawl/live/out_of_scope``,
 ``trawl/live/beyond_depth``, ``trawl/live/trap_dropped``,
-``trawl/live/max_pages_dropped``, ``trawl/live/robots_forbidden``. The summary,
+``trawl/live/max_pages_dropped``, ``trawl/live/robots_forbidden``,
+``trawl/live/too_large`` (pages that inflated past ``LIVE_MAX_BYTES``). The summary,
 logged when the crawl closes::
 
     live: 23 pages fetched (19 page, 2 redirect, 1 soft-404, 1 headers-only), 31 URLs found

@@ -43,6 +43,7 @@ from twisted.python.failure import Failure
 
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.politeness.bounds import INFLATE_LIMIT, ResponseTooLarge, bounded_failure
 from trawl.politeness.ratelimit import source_concurrency
 from trawl.records.canonical import canonicalize
 from trawl.run.stopping import Abandoned
@@ -260,6 +261,12 @@ class LiveSpider(SourceSpider):
         verdict = "robots" if forbidden else "error"
         if forbidden:
             self.report.count("robots_forbidden")
+        elif failure.check(ResponseTooLarge):
+            # Said once, here (nothing else says it): a page that inflated past LIVE_MAX_BYTES.
+            self.report.verdict("error")
+            self.report.count("too_large")
+            told = bounded_failure(request, failure.value)
+            self.logger.warning("%s: %s", self.name, told[1] if told else failure.getErrorMessage())
         else:
             self.report.verdict("error")
             self.logger.info("%s: %s: %s", self.name, request.url, (failure.getErrorMessage() or "")[:200])
@@ -333,7 +340,7 @@ class LiveSpider(SourceSpider):
     def _meta(self, depth: int, page: str | None, how: str, hosts: tuple[str, ...] = ()) -> dict[str, Any]:
         return {
             LIVE: True, DEPTH: depth, FOUND_ON: page, HOW: how, HOSTS: list(hosts),
-            "download_maxsize": 0, "download_warnsize": 0,
+            "download_maxsize": 0, "download_warnsize": 0, INFLATE_LIMIT: "LIVE_MAX_BYTES",
         }  # fmt: skip
 
     def _request(

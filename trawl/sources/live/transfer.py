@@ -8,7 +8,13 @@ past its headers: the download stops there (Scrapy's
 ``StopDownload(fail=False)`` from the ``headers_received`` signal, as the probe
 does, :mod:`trawl.sources.probe.transfer`) and the URL is stored with its
 status and type. Scrapy's ``DOWNLOAD_MAXSIZE`` is 0 on these requests: it would
-fail a 2 GB ISO's answer on its ``Content-Length`` instead of storing it.
+fail a 2 GB ISO's answer on its ``Content-Length`` instead of storing it. A
+compressed answer (sent although the crawl asks for ``Accept-Encoding:
+identity``) inflates at most to ``LIVE_MAX_BYTES`` too (``meta[INFLATE_LIMIT]``,
+:mod:`trawl.politeness.bounds`): past it the page fails, said in one WARNING
+(``answer over the size limit of 8 MiB (LIVE_MAX_BYTES): ...``), stored with the
+verdict ``error``, counted as ``trawl/live/too_large``. Before, a 1 MB page
+inflating to 1 GiB was read whole (4.36 GB of RSS) and stored as a page.
 
 **Hosts.** Each host's download slot takes ``LIVE_HOST_CONCURRENCY`` requests at
 once (2 by default); the source's concurrency (``SOURCE_CONCURRENCY["live"]``,
