@@ -8,7 +8,11 @@ Scrapy retries at once and ignores ``Retry-After`` (scrapy#3849). Here:
   (trawl.politeness.retryrule, the rule spiders also use for bodies that do not parse);
 * each source may have its own number of retries (``RETRY_LIMITS``);
 * a timeout is said at once, in one WARNING naming the source and the retry:
-  a server that accepts and never answers cost 8 minutes of silence (issue 9);
+  a server that accepts and never answers cost 8 minutes of silence (issue 9).
+  It names the page (``page 3 from web.archive.org``), else the host; for a
+  source whose requests are the target's own pages (the live crawl, the probe:
+  ``answers_are_targets``) the URL, which the host alone did not tell among a
+  site's thousand pages;
   an answer that began and was still arriving is said as such, with the bytes
   received, and retried once at most (trawl.politeness.bounds, issue 15);
 * a connection refused or reset right after 429s is a ban (the gate said so):
@@ -31,7 +35,7 @@ from scrapy.exceptions import DownloadTimeoutError
 from scrapy.utils.response import response_status_message
 from twisted.internet.error import TCPTimedOutError, TimeoutError
 
-from trawl.politeness.bounds import SLOW_ANSWER_RETRIES, StillArriving
+from trawl.politeness.bounds import SLOW_ANSWER_RETRIES, StillArriving, what_request
 from trawl.politeness.ratelimit import BANNED, PAUSE_STATUSES
 from trawl.politeness.retryhints import resume_time
 from trawl.politeness.retryrule import NOT_BEFORE, backoff_retry, retry_budget
@@ -94,21 +98,21 @@ class BackoffRetryMiddleware(RetryMiddleware):
         """One WARNING per timeout, as it happens, and the count the progress line shows."""
         stats = self.crawler.stats
         stats.inc_value(statkeys.TIMEOUTS)
-        name = getattr(self.crawler.spider, "name", "?")
-        page = request.meta.get("page")
-        what = f"page {page} from " if page is not None else ""
+        spider = self.crawler.spider
+        name = getattr(spider, "name", "?")
+        if request.meta.get("page") is not None or getattr(spider, "answers_are_targets", False):
+            where = what_request(request)  # page 3 from web.archive.org; a target's page: its URL
+        else:
+            where = urlsplit(request.url).netloc
         budget = retry_budget(self.crawler, request)
         then = f"retry {retry.meta['retry_times']} of {budget}" if retry is not None else "giving up"
         if isinstance(exception, StillArriving):
-            logger.warning(
-                "%s: timeout: %s%s: %s; %s", name, what, urlsplit(request.url).netloc, exception, then
-            )
+            logger.warning("%s: timeout: %s: %s; %s", name, where, exception, then)
             return
         logger.warning(
-            "%s: timeout: no answer for %s%s within %g s; %s",
+            "%s: timeout: no answer for %s within %g s; %s",
             name,
-            what,
-            urlsplit(request.url).netloc,
+            where,
             request.meta.get("download_timeout", 0),
             then,
         )
