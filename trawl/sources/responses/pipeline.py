@@ -44,7 +44,7 @@ from trawl.sources.responses import stats
 from trawl.sources.responses.naming import clean_digest, content_digest, file_path
 from trawl.sources.responses.records import ResponseBatch
 from trawl.sources.responses.replay import is_memento, is_no_memento, served_timestamp
-from trawl.sources.responses.safestore import SafeFSFilesStore, UnsafePath
+from trawl.sources.responses.safestore import FolderUnwritable, SafeFSFilesStore, UnsafePath
 from trawl.stores.registry import store_class
 
 if TYPE_CHECKING:
@@ -89,6 +89,7 @@ class ResponseFilesPipeline(FilesPipeline):
         self.pending: dict[str, list[Deferred[str | None]]] = {}
         self.bytes_stored = 0
         self.cap_said = False
+        self.folder_failed = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> ResponseFilesPipeline:
@@ -216,6 +217,9 @@ class ResponseFilesPipeline(FilesPipeline):
             self.crawler.stats.inc_value(stats.UNSAFE)
             logger.warning("responses: not written: %s", exc)
             raise NotStored("unsafe") from None
+        except FolderUnwritable as exc:
+            self._folder_failed(exc)
+            raise NotStored("unwritable") from None
         self.bytes_stored += len(body)
         stat = self.crawler.stats
         stat.inc_value(stats.FILES)
@@ -226,6 +230,22 @@ class ResponseFilesPipeline(FilesPipeline):
             "length": len(body),
             "status": str(origin_status) if origin_status is not None else None,
         }
+
+    def _folder_failed(self, exc: FolderUnwritable) -> None:
+        """One ERROR line and the run stopped: every later file would fail the same way.
+
+        Each file is counted as failed; files written before stay whole and indexed.
+        """
+        stat = self.crawler.stats
+        stat.inc_value(stats.FAILED)
+        if self.folder_failed:
+            return
+        self.folder_failed = True
+        stat.inc_value(statkeys.ERRORS)
+        logger.error("responses: %s; stopping the crawl (rerun to complete it)", exc.strerror)
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            deferred_from_coro(engine.close_spider_async(reason="store_error"))
 
     def _cap_reached(self) -> None:
         if not self.cap_said:

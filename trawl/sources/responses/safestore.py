@@ -30,6 +30,10 @@ class UnsafePath(OSError):
     """A path the store will not write: outside the folder, or through a symlink."""
 
 
+class FolderUnwritable(OSError):
+    """The folder itself refuses writes (read-only, full, no permission): every later file would too."""
+
+
 class SafeFSFilesStore(FSFilesStore):
     """``FILES_STORE`` as a local folder (or ``file://``), written without following links."""
 
@@ -47,6 +51,8 @@ class SafeFSFilesStore(FSFilesStore):
                         os.mkdir(part, 0o777, dir_fd=fd)
                     except FileExistsError:
                         pass
+                    except OSError as exc:
+                        raise self._unwritable(exc) from None
                 try:
                     inner = os.open(part, _DIR_FLAGS, dir_fd=fd)
                 except OSError as exc:
@@ -72,19 +78,27 @@ class SafeFSFilesStore(FSFilesStore):
         try:
             temporary = f".{parts[-1]}.{secrets.token_hex(4)}.part"
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-            handle = os.open(temporary, flags, 0o666, dir_fd=folder)
+            try:
+                handle = os.open(temporary, flags, 0o666, dir_fd=folder)
+            except OSError as exc:
+                raise self._unwritable(exc) from None
             try:
                 with os.fdopen(handle, "wb", closefd=True) as out:
                     out.write(data)
                 os.replace(temporary, parts[-1], src_dir_fd=folder, dst_dir_fd=folder)
-            except BaseException:
+            except BaseException as exc:
                 try:
                     os.unlink(temporary, dir_fd=folder)
                 except OSError:
                     pass
+                if isinstance(exc, OSError) and not isinstance(exc, UnsafePath):
+                    raise self._unwritable(exc) from None
                 raise
         finally:
             os.close(folder)
+
+    def _unwritable(self, exc: OSError) -> FolderUnwritable:
+        return FolderUnwritable(exc.errno, f"cannot write to FILES_STORE {str(self.root)!r}: {exc.strerror}")
 
     def persist_file(
         self,
