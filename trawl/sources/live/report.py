@@ -9,6 +9,7 @@ logged when the crawl closes::
 
     live: 23 pages fetched (19 page, 2 redirect, 1 soft-404, 1 headers-only), 31 URLs found
     live: trap: shop.example.com/calendar/{n}/{n}? capped at 3 pages, 2 URLs not fetched
+    live: 4 URLs disallowed by robots.txt, not fetched
     live: 3 out-of-scope URLs not fetched:   (in URL order, the first 1,000 distinct)
     live:   http://www.iana.org/domains/example
 """
@@ -62,6 +63,7 @@ class Report:
         for key, what in (
             ("beyond_depth", "beyond the depth limit"),
             ("max_pages_dropped", "past max_pages"),
+            ("robots_forbidden", "disallowed by robots.txt"),
         ):
             if values.get(PREFIX + key):
                 lines.append(f"{name}: {int(values[PREFIX + key])} URLs {what}, not fetched")
