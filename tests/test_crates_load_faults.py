@@ -1,0 +1,115 @@
+"""A crates.io db-dump load that fails, is stopped, or meets another load: real processes, real signals.
+
+Each test loads a small first dump (the snapshot a fault must leave live), then
+makes the fault happen to a second load as it happens in production: a store
+error mid-load (a trigger on the page ledger that fails like a full disk), a
+SIGINT once rows are staged or while the reader waits on a stalled download, a
+dump without ``versions.csv`` after a failed load left staged rows, a second
+load started while the first runs, a load killed with ``kill -9``. No test
+sleeps for a guessed time: each polls the store or the process with a deadline.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import TEST_DEFAULTS, CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.interrupts import Trawl
+from tests.servers.crates_dump import FakeCratesDumpServer, make_dump
+from tests.test_source_crates import EXPECTED_VERSIONS, TABLES, VERSION_SQL, many_versions
+
+#: A failed or stopped load must end within this many seconds of its cause.
+PROMPT = 10.0
+FIRST = "2026-09-01-020003"
+SECOND = "2026-09-02-020001"
+THIRD = "2026-09-03-020001"
+FOURTH = "2026-09-04-020001"
+SETTINGS: dict[str, object] = {"STORE_URI": "sqlite:///x.db", "CRATES_BATCH_ROWS": 1000}
+
+
+def dump_of(snapshot: str, versions: int | None = None, drop: tuple[str, ...] = ()) -> bytes:
+    """The test dump as of ``snapshot`` (``versions``: that many generated rows), without ``drop``."""
+    tables = dict(TABLES)
+    if versions is not None:
+        tables["versions"] = many_versions(versions)
+    for name in drop:
+        del tables[name]
+    day = snapshot[:10]
+    return make_dump(tables, snapshot=snapshot, timestamp=f"{day}T02:00:01Z", compresslevel=1)
+
+
+def crawl(workdir: Path, url: str, timeout: float = 60, **settings: object) -> CrawlResult:
+    args = crawl_args("crates", None, {**SETTINGS, "CRATES_DUMP_URL": url, **settings})
+    return run_scrapy(workdir, *args, timeout=timeout)
+
+
+def trawl(workdir: Path, url: str, **settings: object) -> Trawl:
+    """A crawl to signal (``trawl crawl crates``, the console's code) with the tests' settings."""
+    given = {**TEST_DEFAULTS, **SETTINGS, "CRATES_DUMP_URL": url, **settings}
+    return Trawl(workdir, *crawl_args("crates", None, given))
+
+
+def query(db: Path, sql: str, *params: Any) -> list[tuple]:
+    con = sqlite3.connect(db, timeout=30)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+def staged(db: Path, table: str = "version_records_next") -> int:
+    """Rows in a staging table now (0 while it does not exist)."""
+    try:
+        return int(query(db, f"SELECT count(*) FROM {table}")[0][0])
+    except sqlite3.OperationalError:
+        return 0
+
+
+def snapshots(db: Path) -> list[str]:
+    return [row[0] for row in query(db, "SELECT snapshot FROM crates_dump_records ORDER BY snapshot")]
+
+
+def staging_tables(db: Path) -> list[str]:
+    return [r[0] for r in query(db, "SELECT name FROM sqlite_master WHERE name LIKE '%_records_next'")]
+
+
+def load_first(workdir: Path, server: FakeCratesDumpServer) -> None:
+    server.dump = dump_of(FIRST)
+    first = crawl(workdir, server.dump_url)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert snapshots(workdir / "x.db") == [FIRST]
+
+
+def assert_first_is_live(workdir: Path) -> None:
+    """The first dump is the live snapshot, whole."""
+    assert snapshots(workdir / "x.db") == [FIRST]
+    assert query(workdir / "x.db", VERSION_SQL) == EXPECTED_VERSIONS
+
+
+# --- a store error ------------------------------------------------------------------------------
+
+
+def test_a_store_error_mid_load_ends_the_run_at_once_in_one_error_line(workdir: Path) -> None:
+    """Before: ``ERROR: store: cannot write ... stopping the crawl``, then the progress line every
+    10 s for ever (Scrapy 2.19 never looks at a closing scraper again once the last item from
+    ``start()`` is done)."""
+    with FakeCratesDumpServer(b"") as server:
+        load_first(workdir, server)
+        with sqlite3.connect(workdir / "x.db") as con:  # the third batch of versions fails, as a full disk
+            con.execute(
+                "CREATE TRIGGER disk_full BEFORE INSERT ON pages WHEN NEW.page LIKE '%/versions#3'"
+                " BEGIN SELECT RAISE(ABORT, 'database or disk is full (test)'); END"
+            )
+        server.dump = dump_of(SECOND, versions=5000)
+        started = time.monotonic()
+        result = crawl(workdir, server.dump_url, timeout=60, BATCH_COALESCE_ROWS=0)
+        took = time.monotonic() - started
+    assert_no_traceback(result)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert took < PROMPT + 5, f"the failed load took {took:.1f} s"
+    assert len(result.errors) == 1, result.errors
+    assert "store: cannot write" in result.errors[0] and "disk is full (test)" in result.errors[0]
+    assert_first_is_live(workdir)
