@@ -306,3 +306,67 @@ def test_a_gzip_bomb_on_the_live_crawl_stops_at_live_max_bytes_and_is_said_once(
     assert result.stat("trawl/live/too_large") == "1"
     peak = int((workdir / "peak_rss_kb").read_text()) / 1024
     assert peak < 256, f"peak RSS {peak:.0f} MB: the 256 MiB page was inflated"
+
+
+def crates_dump_bomb(member: str, inflated: int) -> bytes:
+    """A db-dump tar.gz of about ``inflated / 1000`` bytes whose ``member`` (under the snapshot
+    folder) is a line of ``inflated`` bytes without end, built without holding it."""
+    import io
+    import tarfile
+
+    from tests.servers.crates_dump import SNAPSHOT
+
+    class Endless(io.RawIOBase):
+        def __init__(self, head: bytes, size: int) -> None:
+            self.head, self.left = head, size
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: Any) -> int:
+            head, self.head = self.head[: len(buffer)], self.head[len(buffer) :]
+            size = len(head) + min(len(buffer) - len(head), self.left)
+            buffer[:size] = head + b"x" * (size - len(head))
+            self.left -= size - len(head)
+            return size
+
+    metadata = b'{"timestamp": "2026-09-01T02:00:03Z", "crates_io_commit": "%s"}' % (b"0" * 40)
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w:gz", compresslevel=9) as archive:
+        folder = tarfile.TarInfo(SNAPSHOT)
+        folder.type = tarfile.DIRTYPE
+        archive.addfile(folder)
+        members = {"metadata.json": (metadata, 0), "data/crates.csv": (b"id,name\n1,", 0)}
+        members[member] = (members[member][0], inflated)
+        for name, (head, size) in members.items():
+            info = tarfile.TarInfo(f"{SNAPSHOT}/{name}")
+            info.size = len(head) + size
+            archive.addfile(info, io.BufferedReader(Endless(head, size)))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("member", ["data/crates.csv", "metadata.json"])
+def test_a_crates_dump_inflating_to_a_record_without_end_stops_at_the_record_limit(
+    workdir: Path, member: str
+) -> None:
+    """The dump is streamed (8 GiB on the wire at most, 32 MiB of it in memory), but what a member
+    inflates to was not bounded: a record grew its block until it held it, a small file was read
+    whole. Before: a 255 KB dump whose crates.csv is one 256 MiB record took the crawl to 2.0 GB of
+    peak RSS in 15 s, and the run was complete, that record stored as a crate."""
+    from tests.servers.crates_dump import FakeCratesDumpServer
+
+    with FakeCratesDumpServer(crates_dump_bomb(member, 256 << 20)) as server:
+        given = {**TEST_DEFAULTS, **QUICK, "CRATES_DUMP_URL": server.dump_url, "STORE_URI": "sqlite:///x.db"}
+        command = [sys.executable, "-c", PEAK_RSS_WRAPPER, "crawl", "crates"]
+        command += [arg for name, value in given.items() for arg in ("-s", f"{name}={value}")]
+        env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings")
+        proc = processes.run(command, cwd=workdir, env=env, capture_output=True, text=True, timeout=120)
+    result = CrawlResult(proc.returncode, proc.stdout, proc.stderr, workdir)
+    assert_no_traceback(result)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert len(result.errors) == 1, result.errors
+    name = member.rsplit("/", 1)[-1]
+    over = rf"\] ERROR: crates: the db-dump \S+: {re.escape(name)}: (a record )?over 64 MiB"
+    assert re.search(over, result.errors[0]), result.errors[0]
+    peak = int((workdir / "peak_rss_kb").read_text()) / 1024
+    assert peak < 512, f"peak RSS {peak:.0f} MB: the 256 MiB record was held"

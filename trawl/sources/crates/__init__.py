@@ -9,7 +9,7 @@ Modules, each with one concern:
   (quoted fields span lines, so a line splitter breaks rows);
 * :mod:`.tables`: one dump table's block to a batch frame, by header name, with
   PostgreSQL's CSV conventions (``t``/``f``, ``{a,b}``, empty = NULL);
-* :mod:`.dump`: the db-dump tar.gz read as a stream (``tarfile`` mode ``r|gz``);
+* :mod:`.dump`: the db-dump tar.gz read as a stream (``tarfile`` mode ``r|``, inflated in bounded steps);
 * :mod:`.api`, :mod:`.apifetch`, :mod:`.apirecords`, :mod:`.policy`: ``-a mode=api``,
   crates.io's API at one request a second (the crawl, one request and its answer,
   answers as records, the arguments and the User-Agent policy);

@@ -6,7 +6,12 @@ default: crates.io#11656). A record ends at a newline outside quotes; whether a
 newline is outside is the parity of the quotes before it (an escaped quote is
 two, so parity holds). ``bytes.count`` and ``rfind`` run in C: finding the cut
 costs a pass over the block, and polars then parses the block, quoted newlines
-and all. A record longer than a block makes the block grow until it holds it.
+and all. A record longer than a block makes the block grow until it holds it, up
+to :data:`MAX_RECORD_BYTES`: past that the table is no table of the db-dump (a
+README, its longest field, is a few MB) and reading it fails. Without the bound,
+a 255 KB dump whose ``crates.csv`` was one line of 256 MiB took the crawl to
+2.0 GB of RSS and stored that line as a crate (the download's size limit counts
+the compressed bytes).
 """
 
 from __future__ import annotations
@@ -17,6 +22,8 @@ from typing import BinaryIO
 #: Bytes read at a time: about 35,000 rows of ``versions.csv``, 200,000 of ``dependencies.csv``.
 #: polars parses a block on every core; a bigger block costs memory and gains little.
 BLOCK_BYTES = 8 << 20
+#: The longest record (and small file read whole, :mod:`.prefetch`) the reader holds.
+MAX_RECORD_BYTES = 64 << 20
 
 
 def last_record_end(buffer: bytes) -> int:
@@ -34,12 +41,14 @@ def last_record_end(buffer: bytes) -> int:
     return pos + 1
 
 
-def record_blocks(stream: BinaryIO, block_bytes: int = BLOCK_BYTES) -> Iterator[tuple[bytes, bytes]]:
+def record_blocks(
+    stream: BinaryIO, block_bytes: int = BLOCK_BYTES, max_record: int = MAX_RECORD_BYTES
+) -> Iterator[tuple[bytes, bytes]]:
     """``(header, block)`` pairs: the header line, then blocks of whole records.
 
     The header is the first line (``\\copy`` never quotes a column name across
     lines). Raises ``ValueError`` for a table that ends inside a quoted field
-    (a cut or corrupt table).
+    (a cut or corrupt table), or whose header or a record is over ``max_record`` bytes.
     """
     header = b""
     pending = b""
@@ -48,14 +57,22 @@ def record_blocks(stream: BinaryIO, block_bytes: int = BLOCK_BYTES) -> Iterator[
         if not header:
             end = buffer.find(b"\n") + 1
             if not end:
-                pending = buffer
+                pending = _bounded(buffer, max_record)
                 continue
             header, buffer = buffer[:end], buffer[end:]
         end = last_record_end(buffer)
         if end:
             yield header, buffer[:end]
-        pending = buffer[end:]
+        pending = _bounded(buffer[end:], max_record)
     if pending.count(b'"') % 2:
         raise ValueError("the table ends inside a quoted field")
     if header and pending.strip():
         yield header, pending + b"\n"
+
+
+def _bounded(pending: bytes, max_record: int) -> bytes:
+    """``pending`` (a record not ended yet), unless it is past ``max_record``: then ``ValueError``."""
+    if len(pending) > max_record:
+        size = max_record >> 20
+        raise ValueError(f"a record over {size} MiB (no end in sight): not a table of the db-dump")
+    return pending

@@ -4,7 +4,8 @@ The ``.zip`` variant's members come from :mod:`.zipstream`; the rest is the same
 
 The tarball holds one folder named for its time (``2026-09-01-020003/``) with
 ``metadata.json`` and ``data/<table>.csv``. A gzip'd tar can only be read in
-order (crates.io#2078), so it is read once, with ``tarfile`` mode ``r|gz``:
+order (crates.io#2078), so it is read once, with ``tarfile`` mode ``r|`` (inflated 1 MiB at a
+time by :class:`Gunzipped`, so that a bomb is never inflated whole):
 each table of :data:`~.tables.TABLES` is cut into blocks of whole records
 (:mod:`.blocks`) on a thread of its own that inflates ahead (:mod:`.prefetch`),
 each block parsed by polars and converted in whole columns (:mod:`.tables`),
@@ -130,10 +131,43 @@ def iso(moment: datetime) -> str:
     return text + "Z"
 
 
+#: Bytes of the dump inflated at a time, and read from the download at a time.
+INFLATE_STEP = 1 << 20
+
+
+class Gunzipped:
+    """A gzip stream read inflated, at most :data:`INFLATE_STEP` bytes inflated per read.
+
+    tarfile's own ``r|gz`` inflates each compressed read whole: one 1 MiB read of a
+    bomb became up to 1 GiB at once (a 255 KB dump inflating to 256 MiB took the reader
+    to 826 MB of RSS). Here the compressed bytes not inflated yet wait in zlib's
+    ``unconsumed_tail``. The stream ends with the gzip member (the tar's end is inside it).
+    """
+
+    def __init__(self, raw: BinaryIO, step: int = INFLATE_STEP) -> None:
+        self._raw = raw
+        self._step = step
+        self._inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # a gzip header and trailer
+
+    def read(self, size: int = -1) -> bytes:
+        limit = self._step if size is None or size < 0 else max(1, min(size, self._step))
+        inflater = self._inflater
+        while not inflater.eof:
+            compressed = inflater.unconsumed_tail or self._raw.read(self._step)
+            if not compressed:
+                raise EOFError("the compressed stream ended before its end")
+            data = inflater.decompress(compressed, limit)
+            if data:
+                return data
+        return b""
+
+
 def tar_members(stream: BinaryIO) -> Iterator[tuple[str, BinaryIO]]:
-    """``(name, readable)`` for every file of a tar.gz, in order, read once (``r|gz``); read in 1 MiB
-    steps (tarfile's 20 KiB default made its own buffering a third of the inflate's time)."""
-    with tarfile.open(fileobj=stream, mode="r|gz", bufsize=1 << 20) as archive:  # type: ignore[call-overload]
+    """``(name, readable)`` for every file of a tar.gz, in order, read once (``r|``, inflated by
+    :class:`Gunzipped`); read in 1 MiB steps (tarfile's 20 KiB default made its own buffering a
+    third of the inflate's time)."""
+    tar = Gunzipped(stream)
+    with tarfile.open(fileobj=tar, mode="r|", bufsize=INFLATE_STEP) as archive:  # type: ignore[call-overload]
         for member in archive:
             if member.isfile() and (handle := archive.extractfile(member)) is not None:
                 yield member.name, handle

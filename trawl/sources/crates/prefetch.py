@@ -25,7 +25,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import BinaryIO, Literal
 
-from trawl.sources.crates.blocks import BLOCK_BYTES, record_blocks
+from trawl.sources.crates.blocks import BLOCK_BYTES, MAX_RECORD_BYTES, record_blocks
+from trawl.sources.crates.tables import DumpError
 
 #: What a member is to the reader: blocks of CSV records, a small file read whole, or nothing.
 Kind = Literal["blocks", "whole"] | None
@@ -80,7 +81,11 @@ class Prefetched:
                 if not self._put(("member", name, kind)):
                     return
                 if kind == "whole":
-                    data = handle.read()
+                    data = handle.read(MAX_RECORD_BYTES + 1)  # metadata.json: a few hundred bytes
+                    if len(data) > MAX_RECORD_BYTES:
+                        short = name.rsplit("/", 1)[-1]
+                        size = MAX_RECORD_BYTES >> 20
+                        raise DumpError(f"{short}: over {size} MiB: not a file of the db-dump")
                     if not self._put(("whole", data), len(data)):
                         return
                     continue
