@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.helpers.resume import dataset, expected_rows  # noqa: E402
 from tests.interrupts import Trawl  # noqa: E402
 from tests.servers.ia_cdx import FakeCdxServer  # noqa: E402
-from tests.test_crash_resume import dataset, expected_rows  # noqa: E402
 
 LINES_PER_PAGE = 50
 KINDS = ("SIGINT", "SIGINTx2", "SIGTERM", "SIGKILL")

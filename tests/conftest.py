@@ -18,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import processes
+#: The shared helpers' asserts explain a failure as a test module's do (registered before their import).
+pytest.register_assert_rewrite("tests.helpers")
+
+from tests.helpers import processes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,52 +6,13 @@ import json
 from pathlib import Path
 
 from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.helpers.crawl_all import SHARED, crawl_all, otx_server, table, urlscan_server, wayback_server
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.inflight import max_in_flight
-from tests.servers.otx import FakeOtxServer, OtxUrl, make_urls
-from tests.servers.urlscan import FakeUrlscanServer, make_result
+from tests.servers.otx import FakeOtxServer, make_urls
 
-SHARED = "https://example.com/shared/page"
 OTX_KEY = "OTX-KEY-7f3a9c-SECRET"
 URLSCAN_KEY = "URLSCAN-KEY-b41d-SECRET"
-
-
-def wayback_server() -> FakeCdxServer:
-    captures = [
-        make_capture(u, "20200101000000")
-        for u in (SHARED, "https://example.com/only-wayback", "https://a.example.com/x")
-    ]
-    return FakeCdxServer(captures, lines_per_page=2)
-
-
-def otx_server() -> FakeOtxServer:
-    return FakeOtxServer(
-        urls=[
-            OtxUrl(SHARED, "2021-03-04T05:06:07"),
-            OtxUrl("https://example.com/only-otx", "2021-01-01T00:00:00"),
-        ]
-    )
-
-
-def urlscan_server() -> FakeUrlscanServer:
-    return FakeUrlscanServer(
-        results=[
-            make_result(SHARED, "2022-05-06T07:08:09.000Z"),
-            make_result("https://example.com/only-urlscan", "2022-01-01T00:00:00.000Z"),
-        ]
-    )
-
-
-def crawl_all(workdir: Path, *args: str, settings: dict[str, object], env: dict | None = None) -> CrawlResult:
-    command = ["crawl", "all", "-a", "domain=example.com", "-a", "filters=false", *args]
-    for key, value in settings.items():
-        command += ["-s", f"{key}={value}"]
-    return run_scrapy(workdir, *command, env=env)
-
-
-def table(result: CrawlResult) -> dict[str, list[str]]:
-    rows = [line.split() for line in result.stdout.splitlines() if line.strip()]
-    return {row[0]: row[1:] for row in rows[2:]}  # skip the header and the rule
 
 
 def test_one_source_down_the_others_complete(workdir: Path) -> None:

@@ -22,8 +22,8 @@ import scrapy
 from tests.conftest import ROOT
 from tests.helpers import processes
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
+from tests.servers.kibana import FakeKibana
 from tests.servers.otx import FakeOtxServer, OtxUrl
-from tests.test_kibana import FakeKibana
 from trawl import __version__ as trawl_version
 
 TRAWL = Path(sys.executable).parent / "trawl"

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import assert_no_traceback
+from tests.helpers.sqlite_store import make_batch, open_store
+from tests.helpers.urlscan import EXTRA, FILTERED, crawl
 from tests.servers.urlscan import FakeUrlscanServer
-from tests.test_source_urlscan import EXTRA, FILTERED, crawl
-from tests.test_sqlite_store import make_batch, open_store
 from trawl.records.batches import Batch, CaptureBatch
 from trawl.stores.contract import PartlyStored
 

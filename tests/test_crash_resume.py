@@ -11,78 +11,43 @@ from __future__ import annotations
 
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import textwrap
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from pathlib import Path
 
 from tests.helpers import processes
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
-    from tests.servers.ia_cdx import Capture, FakeCdxServer, make_capture
+    from tests.helpers.resume import (
+        DEADLINE,
+        LINES_PER_PAGE,
+        PAGES,
+        committed_rows,
+        dataset,
+        expected_rows,
+        query,
+        stored_rows,
+    )
+    from tests.servers.ia_cdx import FakeCdxServer
 except ImportError:
     from conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy  # type: ignore[no-redef]
-    from servers.ia_cdx import Capture, FakeCdxServer, make_capture  # type: ignore[no-redef]
+    from helpers.resume import (  # type: ignore[no-redef]
+        DEADLINE,
+        LINES_PER_PAGE,
+        PAGES,
+        committed_rows,
+        dataset,
+        expected_rows,
+        query,
+        stored_rows,
+    )
+    from servers.ia_cdx import FakeCdxServer  # type: ignore[no-redef]
 
 DOMAIN = "example.com"
-PAGES = 40
-LINES_PER_PAGE = 50
-DEADLINE = 60.0  # seconds; a ceiling for polling, never a wait
-
-
-def dataset() -> list[Capture]:
-    """PAGES x LINES_PER_PAGE lines; 1-5 captures a URL, so many URLs straddle two pages."""
-    caps: list[Capture] = []
-    i = 0
-    while len(caps) < PAGES * LINES_PER_PAGE:
-        url = f"https://example.com/p/{i:04d}"
-        for j in range(1 + (i * 7) % 5):
-            status, mime = ("-", "warc/revisit") if (i + j) % 9 == 8 else ("200", "text/html")
-            caps.append(make_capture(url, f"{2000 + (i + 3 * j) % 24}0101000000", mime, status))
-        i += 1
-    return caps[: PAGES * LINES_PER_PAGE]
-
-
-def expected_rows(caps: list[Capture]) -> dict[str, tuple[int, str, str]]:
-    """url -> (captures, first_seen, last_seen): the true values."""
-    stamps: dict[str, list[str]] = defaultdict(list)
-    for c in caps:
-        stamps[c.original].append(c.timestamp)
-    return {u: (len(ts), min(ts), max(ts)) for u, ts in stamps.items()}
-
-
-def stored_rows(db: Path) -> list[tuple[str, int, str, str]]:
-    con = sqlite3.connect(db)
-    try:
-        return con.execute("SELECT url, captures, first_seen, last_seen FROM urls").fetchall()
-    finally:
-        con.close()
-
-
-def query(db: Path, sql: str) -> list[tuple]:
-    con = sqlite3.connect(db)
-    try:
-        return con.execute(sql).fetchall()
-    finally:
-        con.close()
-
-
-def committed_rows(db: Path) -> int:
-    """Rows a reader sees now (read-only: the crawl keeps writing meanwhile)."""
-    if not db.exists():
-        return 0
-    try:
-        con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=5)
-        try:
-            return con.execute("SELECT COUNT(*) FROM urls").fetchone()[0]
-        finally:
-            con.close()
-    except sqlite3.OperationalError:  # the schema is not there yet
-        return 0
 
 
 def stat(result: CrawlResult, name: str) -> str | None:

@@ -13,9 +13,9 @@ import sqlite3
 from pathlib import Path
 
 from tests.conftest import assert_no_traceback, crawl_args, run_scrapy
+from tests.helpers.crates_tables import CRATE_COLUMNS, TABLES
 from tests.servers.crates_api import FakeCrate, FakeCratesApi, FakeVersion
 from tests.servers.crates_dump import FakeCratesDumpServer, make_dump
-from tests.test_source_crates import CRATE_COLUMNS, TABLES
 
 URL_SQL = "SELECT url, host, sources, first_seen, last_seen FROM urls ORDER BY url"
 

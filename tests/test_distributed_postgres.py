@@ -27,11 +27,11 @@ from typing import Any
 import pytest
 
 from tests.helpers import processes
+from tests.helpers.politeness import max_in_window
 from tests.servers.devdata import Dataset, build_dataset, expected_urls
 from tests.servers.devserver import crawl_settings, start_upstreams
 from tests.servers.postgres_server import PASSWORD, PostgresServer
 from tests.servers.redis_server import RedisServer
-from tests.test_politeness import max_in_window
 
 SOURCES = ("wayback", "commoncrawl", "otx")
 DOMAINS = ("example.com", "example.org", "example.net")

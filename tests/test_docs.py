@@ -16,15 +16,11 @@ from urllib.parse import unquote
 
 import pluggy
 import pytest
-import scrapy.settings.default_settings as scrapy_defaults
-from scrapy.settings import Settings
 
 import trawl.settings
+from tests.helpers.settings_doc import DOCS, SETTINGS_MD, trawl_settings
 from trawl import hookspecs
 from trawl.pipeline.manager import DEFAULT_PLUGINS, PROJECT
-from trawl.validation import declared_settings
-
-DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 #: Hooks that are being removed (stores are added through trawl_register_stores
 #: alone): not documented, not required here. Delete this list with them.
@@ -46,26 +42,12 @@ def documented_hooks(text: str) -> set[str]:
     return {name for place in places for name in re.findall(r"\btrawl_\w+", place)}
 
 
-def trawl_settings() -> list[str]:
-    """Settings trawl defines that are not Scrapy's own: the core ones of trawl/settings.py and
-    those every registered component declares (sources, stores, notifier kinds, plugin modules)."""
-    core = {
-        name
-        for name in vars(trawl.settings)
-        if name.isupper() and not name.startswith("_") and not hasattr(scrapy_defaults, name)
-    }
-    settings = Settings()
-    settings.setmodule(trawl.settings, priority="project")
-    return sorted(core | set(declared_settings(settings)))
-
-
 def documented_settings(text: str) -> set[str]:
     spans = re.findall(r"`[^`\n]+`", text)
     return {name for span in spans for name in re.findall(r"\b[A-Z][A-Z0-9_]+\b", span)}
 
 
 PLUGINS_MD = (DOCS / "plugins.md").read_text(encoding="utf-8")
-SETTINGS_MD = (DOCS / "settings.md").read_text(encoding="utf-8")
 HOOKS = sorted(set(hook_specs()) - PENDING_REMOVAL)
 
 

@@ -5,8 +5,8 @@ loopback port), or against a real cluster when ``ELASTICSEARCH_URL`` is set.
 Every test writes under its own index prefix, so they share one server.
 
 What a user sees is driven through real ``scrapy crawl wayback`` runs against
-the local CDX server (the data set of ``test_sqlite_store``: the stores must
-agree); merge rules, concurrency and retried requests are checked on the store directly.
+the local CDX server (the data set of tests/helpers/sqlite_store.py: the stores
+must agree); merge rules, concurrency and retried requests are checked on the store directly.
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ from trawl.stores.elasticsearch.documents import url_id
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+    from tests.helpers.sqlite_store import EXPECTED, LINES_PER_PAGE, merge_captures
     from tests.servers.ia_cdx import FakeCdxServer
     from tests.servers.noida import RejectingProxy, elasticsearch_url, es_settings, free_port
-    from tests.test_sqlite_store import EXPECTED, LINES_PER_PAGE, _caps
 except ImportError:
     from conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy  # type: ignore[no-redef]
+    from helpers.sqlite_store import EXPECTED, LINES_PER_PAGE, merge_captures  # type: ignore[no-redef]
     from servers.ia_cdx import FakeCdxServer  # type: ignore[no-redef]
     from servers.noida import RejectingProxy, elasticsearch_url, es_settings, free_port  # type: ignore[no-redef]
-    from test_sqlite_store import EXPECTED, LINES_PER_PAGE, _caps  # type: ignore[no-redef]
 
 DOMAIN = "example.com"
 
@@ -64,7 +64,7 @@ def es(es_url: str) -> Iterator[Elasticsearch]:
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeCdxServer]:
-    with FakeCdxServer(_caps(), lines_per_page=LINES_PER_PAGE) as srv:
+    with FakeCdxServer(merge_captures(), lines_per_page=LINES_PER_PAGE) as srv:
         yield srv
 
 
@@ -109,7 +109,7 @@ def documents(es: Elasticsearch, prefix: str) -> dict[str, dict]:
 
 
 def summary(docs: dict[str, dict]) -> dict[str, tuple]:
-    """What a document says about its URL, in the SQLite store's shape (``test_sqlite_store.summary``)."""
+    """What a document says about its URL, in the SQLite store's shape (tests/helpers/sqlite_store.py)."""
     return {
         url: (
             d["url"]["domain"],

@@ -7,17 +7,13 @@ import json
 from pathlib import Path
 
 from tests.conftest import assert_no_traceback
+from tests.helpers.crawl_all import SHARED, crawl_all, otx_server, table, wayback_server
+from tests.helpers.exports import DOWN, leftovers
+from tests.helpers.wayback import FILTERED_IN, captures, crawl
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
-from tests.test_all_sources import SHARED, crawl_all, otx_server, table, wayback_server
-from tests.test_wayback_crawl import FILTERED_IN, captures, crawl
 
-DOWN = "http://127.0.0.1:9"  # nothing listens on the discard port: connection refused
 WAYBACK_URLS = {SHARED, "https://example.com/only-wayback", "https://a.example.com/x"}
 OTX_URLS = {SHARED, "https://example.com/only-otx"}
-
-
-def leftovers(workdir: Path) -> list[str]:
-    return [path.name for path in workdir.iterdir() if path.name.endswith(".part")]
 
 
 # --- one source, Scrapy's feed exports ------------------------------------------------------

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 from tests.conftest import TEST_DEFAULTS, assert_no_traceback, crawl_args
+from tests.helpers.crawl_all import crawl_all
+from tests.helpers.exports import DOWN, leftovers
+from tests.helpers.wayback import FILTERED_IN, captures, crawl
 from tests.servers.ia_cdx import FakeCdxServer
-from tests.test_all_sources import crawl_all
-from tests.test_exports import DOWN, leftovers
-from tests.test_wayback_crawl import FILTERED_IN, captures, crawl
 
 #: A shell's usual umask: what trawl ran under before, and created 0644 files with.
 SHELL_UMASK = 0o022

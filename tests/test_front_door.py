@@ -19,10 +19,10 @@ import pytest
 
 from tests.conftest import ROOT, run_scrapy
 from tests.helpers import processes
+from tests.helpers.validation import QUIET, refused
+from tests.helpers.virustotal import EXAMPLE_FILTERED, EXAMPLE_REPORT, KEY, NO_KEY_ENV
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.virustotal import FakeVirusTotal
-from tests.test_source_virustotal import EXAMPLE_FILTERED, EXAMPLE_REPORT, KEY, NO_KEY_ENV
-from tests.test_validation import QUIET, refused
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 
 from tests.conftest import ROOT, assert_no_traceback, crawl_args, run_scrapy
+from tests.helpers.politeness import crawl, dataset
 from tests.servers.ia_cdx import FakeCdxServer, service_unavailable
-from tests.test_politeness import crawl, dataset
 
 #: A plugin module (``TRAWL_PLUGINS``) with one source whose timeout is above the bound.
 SLOW_SOURCE = """

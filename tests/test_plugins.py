@@ -460,7 +460,7 @@ def test_a_bad_value_of_a_plugin_source_setting_is_one_line(
 
 def test_a_plugin_source_setting_is_in_the_docs_test_view(plugin_path: Path) -> None:
     """tests/test_docs.py enumerates the registered components' settings: the plugin's are there."""
-    code = "from tests.test_docs import trawl_settings; print(' '.join(trawl_settings()))"
+    code = "from tests.helpers.settings_doc import trawl_settings; print(' '.join(trawl_settings()))"
     env = dict(os.environ, **plugin_env(plugin_path))
     proc = processes.run(
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True

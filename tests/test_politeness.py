@@ -11,54 +11,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.conftest import assert_no_traceback, run_scrapy
+from tests.helpers.politeness import POLITE, crawl, dataset, max_in_window, too_many_requests
 from tests.servers.ia_cdx import (
     FakeCdxServer,
     connection_reset,
     cut_transfer,
-    make_capture,
     service_unavailable,
 )
 from trawl.records.canonical import canonicalize
 
-POLITE = {
-    "RATE_LIMITS_ENABLED": "True",
-    "AUTOTHROTTLE_ENABLED": "False",
-    "RETRY_BACKOFF_BASE": "0.05",
-    "RETRY_BACKOFF_MAX": "0.3",
-}
-
-
-def dataset(pages: int, per_page: int) -> list:
-    return [
-        make_capture(f"http://example.com/p{page:03d}/u{row:03d}", f"2020{1 + row % 12:02d}01000000")
-        for page in range(pages)
-        for row in range(per_page)
-    ]
-
-
-def crawl(workdir: Path, server: FakeCdxServer, **settings: object) -> CrawlResult:
-    merged = {"WAYBACK_BASE_URL": server.base_url, **POLITE, **settings}
-    return run_scrapy(workdir, *crawl_args("wayback", "example.com", merged, "-a", "filters=false"))
-
 
 def page_times(server: FakeCdxServer) -> list[float]:
     return sorted(r.time for r in server.requests)
-
-
-def max_in_window(times: list[float], window: float) -> int:
-    best = 0
-    start = 0
-    for end, t in enumerate(times):
-        while times[start] <= t - window:
-            start += 1
-        best = max(best, end - start + 1)
-    return best
-
-
-def too_many_requests(seconds: int) -> tuple[int, bytes, dict[str, str]]:
-    body = b"<html><body><h1>429 Too Many Requests</h1>\nslow down\n</body></html>"
-    return (429, body, {"Content-Type": "text/html", "Retry-After": str(seconds)})
 
 
 def test_rate_never_exceeds_the_budget(workdir: Path) -> None:

@@ -22,9 +22,7 @@ import pytest
 from scrapy.settings import Settings
 
 from tests.conftest import assert_no_traceback, crawl_args, run_scrapy
-from tests.servers.crates_dump import FakeCratesDumpServer, make_dump
-from tests.servers.postgres_server import PostgresServer
-from tests.test_source_crates import (
+from tests.helpers.crates_tables import (
     CRATE_SQL,
     DEPENDENCY_SQL,
     EXPECTED_CRATES,
@@ -34,7 +32,9 @@ from tests.test_source_crates import (
     TABLES,
     VERSION_SQL,
 )
-from tests.test_sqlite_store import _Stats
+from tests.helpers.sqlite_store import FakeStats
+from tests.servers.crates_dump import FakeCratesDumpServer, make_dump
+from tests.servers.postgres_server import PostgresServer
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import Batch
 from trawl.records.kinds import staged
@@ -97,7 +97,7 @@ def db(pg: PostgresServer) -> str:
 
 
 def opener(store_class: type, uri: str) -> Callable[[str], Any]:
-    crawler = SimpleNamespace(settings=Settings({}), stats=_Stats())
+    crawler = SimpleNamespace(settings=Settings({}), stats=FakeStats())
 
     def open_(run_id: str) -> Any:
         context = RunContext(

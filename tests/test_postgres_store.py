@@ -2,8 +2,8 @@
 
 A real PostgreSQL 15 (:mod:`tests.servers.postgres_server`, password auth over
 TCP) and the local Internet-Archive-style CDX server; the data set and
-expectations are the SQLite store's (``test_sqlite_store``) and the search's
-(``test_search``): the stores must agree.
+expectations are the SQLite store's (:mod:`tests.helpers.sqlite_store`) and the
+search's (:mod:`tests.helpers.search_oracle`): the stores must agree.
 """
 
 from __future__ import annotations
@@ -34,42 +34,40 @@ from trawl.stores.sqlite.search import SqliteSearcher
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import assert_no_traceback, crawl_args, run_scrapy
+    from tests.helpers.resume import dataset, expected_rows, pages_requested
+    from tests.helpers.search_oracle import Merged, Q, batches, copy_batch, merged
+    from tests.helpers.sqlite_store import (
+        DOMAIN,
+        EXPECTED,
+        LINES_PER_PAGE,
+        FakeStats,
+        assert_complete,
+        make_batch,
+        merge_captures,
+        stat,
+        summary_line,
+    )
+    from tests.helpers.sqlite_store import crawl as crawl_into
     from tests.servers.ia_cdx import FakeCdxServer, service_unavailable
     from tests.servers.postgres_server import PASSWORD, PostgresServer, _free_port
-    from tests.test_crash_resume import dataset, expected_rows
-    from tests.test_resume import pages_requested
-    from tests.test_search import Merged, Q, _copy, batches, merged
-    from tests.test_sqlite_store import (
-        DOMAIN,
-        EXPECTED,
-        LINES_PER_PAGE,
-        _caps,
-        _Stats,
-        assert_complete,
-        make_batch,
-        stat,
-        summary_line,
-    )
-    from tests.test_sqlite_store import crawl as crawl_into
 except ImportError:
     from conftest import assert_no_traceback, crawl_args, run_scrapy  # type: ignore[no-redef]
-    from servers.ia_cdx import FakeCdxServer, service_unavailable  # type: ignore[no-redef]
-    from servers.postgres_server import PASSWORD, PostgresServer, _free_port  # type: ignore[no-redef]
-    from test_crash_resume import dataset, expected_rows  # type: ignore[no-redef]
-    from test_resume import pages_requested  # type: ignore[no-redef]
-    from test_search import Merged, Q, _copy, batches, merged  # type: ignore[no-redef]
-    from test_sqlite_store import (  # type: ignore[no-redef]
+    from helpers.resume import dataset, expected_rows, pages_requested  # type: ignore[no-redef]
+    from helpers.search_oracle import Merged, Q, batches, copy_batch, merged  # type: ignore[no-redef]
+    from helpers.sqlite_store import (  # type: ignore[no-redef]
         DOMAIN,
         EXPECTED,
         LINES_PER_PAGE,
-        _caps,
-        _Stats,
+        FakeStats,
         assert_complete,
         make_batch,
+        merge_captures,
         stat,
         summary_line,
     )
-    from test_sqlite_store import crawl as crawl_into  # type: ignore[no-redef]
+    from helpers.sqlite_store import crawl as crawl_into  # type: ignore[no-redef]
+    from servers.ia_cdx import FakeCdxServer, service_unavailable  # type: ignore[no-redef]
+    from servers.postgres_server import PASSWORD, PostgresServer, _free_port  # type: ignore[no-redef]
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +84,7 @@ def db(pg: PostgresServer) -> str:
 
 @pytest.fixture(scope="module")
 def cdx() -> Iterator[FakeCdxServer]:
-    with FakeCdxServer(_caps(), lines_per_page=LINES_PER_PAGE) as srv:
+    with FakeCdxServer(merge_captures(), lines_per_page=LINES_PER_PAGE) as srv:
         yield srv
 
 
@@ -96,7 +94,7 @@ def rows(uri: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
 
 
 def summary(uri: str) -> dict[str, tuple]:
-    """The ``urls`` table in ``test_sqlite_store.summary``'s shape (sets comma-joined)."""
+    """The ``urls`` table in ``tests.helpers.sqlite_store.summary``'s shape (sets comma-joined)."""
     return {
         url: (host, ",".join(sources), first, last, captures, ",".join(statuses), ",".join(mimes))
         for url, host, sources, first, last, captures, statuses, mimes in rows(
@@ -271,7 +269,7 @@ def test_a_wrong_password_is_named_and_masked(pg: PostgresServer, workdir: Path,
 
 
 def open_store(uri: str, run_id: str, source: str = "wayback") -> PostgresStore:
-    crawler = SimpleNamespace(settings=Settings({}), stats=_Stats())
+    crawler = SimpleNamespace(settings=Settings({}), stats=FakeStats())
     inputs = {"target": SimpleNamespace(domain=DOMAIN)}
     context = RunContext(
         crawler=crawler, spider=SimpleNamespace(name=source), run_id=run_id, plugins=None, inputs=inputs
@@ -310,7 +308,7 @@ def test_write_batch_merges_and_marks_as_sqlite_does(db: str, tmp_path: Path) ->
 
     on_postgres = scenario(lambda run, source: open_store(db, run, source))
     sqlite_uri = f"sqlite:///{tmp_path / 's.db'}"
-    crawler = SimpleNamespace(settings=Settings({}), stats=_Stats())
+    crawler = SimpleNamespace(settings=Settings({}), stats=FakeStats())
 
     def open_sqlite(run: str, source: str) -> SqliteStore:
         inputs = {"target": SimpleNamespace(domain=DOMAIN)}
@@ -495,7 +493,7 @@ def test_two_writers_on_the_same_urls_merge_exactly(db: str, same_run: bool) -> 
 
 
 # --------------------------------------------------------------------------------------
-# Search: the same answers as the SQLite store and the oracle of test_search
+# Search: the same answers as the SQLite store and the oracle (tests/helpers/search_oracle.py)
 # --------------------------------------------------------------------------------------
 
 
@@ -521,7 +519,7 @@ def searchable(pg: PostgresServer, tmp_path_factory: pytest.TempPathFactory) -> 
             )  # type: ignore[arg-type]
             store = klass(store_uri, context)
             store.open()
-            store.write_batch(_copy(batch))
+            store.write_batch(copy_batch(batch))
             store.close("finished")
     return SimpleNamespace(uri=uri, sqlite=str(sqlite_db), oracle=merged())
 

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import re
 import signal
-import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -26,6 +23,7 @@ import pytest
 import redis
 
 from tests.helpers import processes
+from tests.helpers.workers import COMMON, TRAWL, WorkerProcess, queue_status, settings_args, stored
 from tests.servers.devdata import Dataset, build_dataset, expected_urls
 from tests.servers.devserver import crawl_settings, start_upstreams
 from tests.servers.redis_server import RedisServer
@@ -34,10 +32,6 @@ from trawl.distributed.tasks import Task
 
 SOURCES = ("wayback", "commoncrawl", "otx")
 DOMAINS = ("example.com", "example.org", "example.net")
-TRAWL = [sys.executable, "-m", "trawl.cli"]
-#: Every run ends well within this; a hung worker fails the test instead of hanging it.
-DEADLINE = 240.0
-COMMON = {"RATE_LIMITS_ENABLED": "False", "AUTOTHROTTLE_ENABLED": "False", "TRAWL_CACHE_DIR": ""}
 
 
 class Upstreams:
@@ -66,63 +60,6 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
 
 
-class WorkerProcess:
-    """``trawl worker`` with its stderr read line by line, so that a test can wait for a line."""
-
-    def __init__(self, cwd: Path, settings: dict[str, str], *options: str) -> None:
-        command = [*TRAWL, "worker", *options, *settings_args(settings)]
-        self.process = subprocess.Popen(
-            command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True,
-        )  # fmt: skip
-        self.lines: list[str] = []
-        self.changed = threading.Condition()
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            with self.changed:
-                self.lines.append(line.rstrip("\n"))
-                self.changed.notify_all()
-        with self.changed:
-            self.changed.notify_all()
-
-    def wait_for(self, pattern: str, timeout: float = 60.0) -> str:
-        deadline = time.monotonic() + timeout
-        with self.changed:
-            while True:
-                found = next((line for line in self.lines if re.search(pattern, line)), None)
-                if found is not None:
-                    return found
-                left = deadline - time.monotonic()
-                if left <= 0 or (self.process.poll() is not None and not self.reader.is_alive()):
-                    raise AssertionError(f"no line matching {pattern!r}; last lines:\n" + self.tail())
-                self.changed.wait(left)
-
-    def finish(self, timeout: float = DEADLINE) -> int:
-        code = self.process.wait(timeout=timeout)
-        self.reader.join(timeout=10)
-        return code
-
-    def count(self, pattern: str) -> int:
-        with self.changed:
-            return sum(1 for line in self.lines if re.search(pattern, line))
-
-    def tail(self, n: int = 40) -> str:
-        return "\n".join(self.lines[-n:])
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-
-
-def settings_args(settings: dict[str, Any]) -> list[str]:
-    return [arg for name, value in settings.items() for arg in ("-s", f"{name}={value}")]
-
-
 def enqueue(cwd: Path, url: str, upstreams: Upstreams) -> None:
     for domain in DOMAINS:
         command = [*TRAWL, "enqueue", domain, "-a", "sources=" + ",".join(SOURCES), "-a", "filters=false"]
@@ -135,20 +72,6 @@ def enqueue(cwd: Path, url: str, upstreams: Upstreams) -> None:
 
 def worker_settings(url: str, store: Path) -> dict[str, str]:
     return {**COMMON, "TRAWL_REDIS_URL": url, "STORE_URI": f"sqlite:///{store}", "QUEUE_HEARTBEAT": "1"}
-
-
-def stored(store: Path) -> dict[str, int]:
-    """URL -> captures, as the store holds them (the URL is the key: a URL is there once or not)."""
-    with sqlite3.connect(store) as con:
-        return dict(con.execute("SELECT url, captures FROM urls"))
-
-
-def queue_status(cwd: Path, url: str) -> str:
-    done = processes.run(
-        [*TRAWL, "queue", "-s", f"TRAWL_REDIS_URL={url}"], cwd=cwd, capture_output=True, text=True, timeout=60
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
 
 
 def run_workers(

@@ -15,26 +15,18 @@ import time
 from pathlib import Path
 
 from tests.conftest import assert_no_traceback, crawl_args, run_scrapy
-from tests.servers.ia_cdx import FakeCdxServer, service_unavailable
-from tests.test_crash_resume import (
+from tests.helpers.resume import (
     DEADLINE,
     LINES_PER_PAGE,
     PAGES,
     committed_rows,
     dataset,
     expected_rows,
+    pages_requested,
     query,
     stored_rows,
 )
-
-
-def pages_requested(server: FakeCdxServer, since: int = 0) -> list[int]:
-    pages = []
-    for record in server.requests[since:]:
-        params = dict(record.params)
-        if "page" in params and "limit" not in params:
-            pages.append(int(params["page"]))
-    return pages
+from tests.servers.ia_cdx import FakeCdxServer, service_unavailable
 
 
 def test_kill_9_then_resume_fetches_only_missing_pages(workdir: Path, tmp_path: Path) -> None:

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import crawl_args, run_scrapy
+from tests.helpers.settings_doc import SETTINGS_MD
+from tests.helpers.validation import QUIET, SOURCES, refused, trawl_defaults
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.receiver import FakeReceiver
-from tests.test_docs import SETTINGS_MD
-from tests.test_validation import QUIET, SOURCES, refused, trawl_defaults
 from trawl.errors import TrawlUsageError
 from trawl.settings_checks import Duration, bound_text
 from trawl.validation import DurationBySource, all_checks, validate_settings

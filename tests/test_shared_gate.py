@@ -17,10 +17,10 @@ from urllib.parse import parse_qsl
 import redis
 
 from tests.conftest import ROOT, CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.helpers.politeness import POLITE, max_in_window, too_many_requests
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.redis_server import RedisServer
 from tests.servers.scrapyd import ScrapydServer
-from tests.test_politeness import POLITE, max_in_window, too_many_requests
 
 DOMAINS = ("a.example.com", "b.example.com", "c.example.com")
 

@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import crawl_args
+from tests.helpers.resume import pages_requested
 from tests.interrupts import Trawl
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.receiver import FakeReceiver
 from tests.servers.silent import SilentServer
-from tests.test_resume import pages_requested
 
 #: A stopped crawl must end within this (seconds from the signal); before issue 15: 85 s to never.
 PROMPT = 10.0

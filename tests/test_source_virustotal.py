@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.helpers.virustotal import EXAMPLE_ALL, EXAMPLE_FILTERED, EXAMPLE_REPORT, KEY, NO_KEY_ENV
 from tests.servers.virustotal import (
     FakeVirusTotal,
-    build_report,
     html_200,
     malformed,
     over_quota,
@@ -22,9 +22,7 @@ from tests.servers.virustotal import (
     server_error,
 )
 
-KEY = "vt-test-key-0123456789abcdef"
 OTHER_KEY = "vt-second-key-fedcba9876543210"
-NO_KEY_ENV = {"VIRUSTOTAL_API_KEY": "", "VIRUSTOTAL_API_KEYS": ""}
 
 # What the recorded report holds once waymore's default filters ran: 19 rows,
 # 6 dropped by FILTER_URL (/img, /css, .jpg, .png, .css), 2 duplicate URLs.
@@ -49,30 +47,6 @@ RECORDED_ALL = RECORDED_FILTERED | {
     "http://jppost-ge.top:81/img/step/step5.png",
     "http://jppost-ge.top:81/static/css/sp_topstyle.css",
 }
-
-EXAMPLE_REPORT = build_report(
-    undetected=[
-        ("http://example.com/login", "2020-01-02 03:04:05"),
-        ("https://api.example.com/v1/users?id=1", "2021-05-06 07:08:09"),
-        ("http://notexample.com/", "2021-05-06 07:08:09"),  # another domain: scope drops it
-        ("https://example.com/static/app.css", "2021-05-06 07:08:09"),  # FILTER_URL drops it
-    ],
-    detected=[
-        ("http://example.com/login", "2019-12-31 23:59:59"),
-        ("https://www.example.com/admin/", "2018-01-01 00:00:00"),
-        ("http://example.com.evil.net/x", "2018-01-01 00:00:00"),
-    ],
-    subdomains=["api.example.com", "dev.example.com", "www.example.com"],
-)
-EXAMPLE_FILTERED = {
-    "http://example.com/login",
-    "https://api.example.com/v1/users?id=1",
-    "https://www.example.com/admin/",
-    "http://api.example.com/",
-    "http://dev.example.com/",
-    "http://www.example.com/",
-}
-EXAMPLE_ALL = EXAMPLE_FILTERED | {"https://example.com/static/app.css"}
 
 
 def crawl(

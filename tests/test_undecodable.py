@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.conftest import assert_no_traceback
+from tests.helpers.wayback import crawl
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
-from tests.test_wayback_crawl import crawl
 
 TEXT = {"Content-Type": "text/plain;charset=UTF-8"}
 

@@ -15,43 +15,23 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from scrapy.settings import Settings
 
-import trawl.settings
-from tests.conftest import CrawlResult, crawl_args, run_scrapy
+from tests.conftest import crawl_args, run_scrapy
 from tests.helpers import processes
+from tests.helpers.settings_doc import trawl_settings
+from tests.helpers.validation import QUIET, SOURCES, refused, trawl_defaults
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
-from tests.test_docs import trawl_settings
 from trawl.errors import TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.settings_checks import text
 from trawl.stores.registry import describe_store_uri
 from trawl.validation import all_checks, validate_settings
 
-#: trawl's default console (the suite's run_scrapy keeps Scrapy's INFO lines for its stats dump).
-QUIET = {"TRAWL_LOG_ALL": "False"}
-SOURCES = ["commoncrawl", "ghostarchive", "intelx", "otx", "urlscan", "virustotal", "wayback"]
-
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[FakeCdxServer]:
     with FakeCdxServer([make_capture("https://example.com/a", "20200101000000")]) as srv:
         yield srv
-
-
-def trawl_defaults() -> Settings:
-    settings = Settings()
-    settings.setmodule(trawl.settings, priority="project")
-    return settings
-
-
-def refused(result: CrawlResult, server: FakeCdxServer, start: str) -> None:
-    """One line, exit status 2, nothing sent, nothing created."""
-    assert result.returncode == 2, result.stderr[-3000:]
-    assert result.stderr.splitlines() == [result.stderr.strip()], result.stderr[-3000:]
-    assert result.stderr.startswith(f"trawl: error: {start}"), result.stderr
-    assert server.requests == []
-    assert not (result.workdir / "trawl.db").exists()
 
 
 # --- item 1: politeness settings fail closed -------------------------------------------------

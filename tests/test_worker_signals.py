@@ -19,10 +19,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import processes
+from tests.helpers.workers import COMMON, TRAWL, WorkerProcess, queue_status, settings_args, stored
 from tests.servers.devdata import build_dataset, expected_urls
 from tests.servers.devserver import crawl_settings, start_upstreams
 from tests.servers.redis_server import RedisServer
-from tests.test_queue_workers import COMMON, TRAWL, WorkerProcess, queue_status, settings_args, stored
 
 DOMAIN = "example.com"
 
