@@ -11,8 +11,11 @@ sleeps for a guessed time: each polls the store or the process with a deadline.
 
 from __future__ import annotations
 
+import signal
 import sqlite3
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +116,127 @@ def test_a_store_error_mid_load_ends_the_run_at_once_in_one_error_line(workdir: 
     assert len(result.errors) == 1, result.errors
     assert "store: cannot write" in result.errors[0] and "disk is full (test)" in result.errors[0]
     assert_first_is_live(workdir)
+
+
+# --- SIGINT -------------------------------------------------------------------------------------
+
+
+def test_sigint_mid_load_ends_within_seconds_keeps_the_snapshot_and_a_rerun_completes(
+    workdir: Path,
+) -> None:
+    """Before: ``Received SIGINT, shutting down gracefully``, then progress lines until killed."""
+    with FakeCratesDumpServer(b"") as server:
+        load_first(workdir, server)
+        server.dump = dump_of(SECOND, versions=40_000)
+        with trawl(workdir, server.dump_url) as run:
+            run.wait_until(lambda: staged(workdir / "x.db") >= 2000)
+            run.send(signal.SIGINT)
+            code, took = run.finish(timeout=PROMPT * 3)
+        assert code == 1, run.stderr[-3000:]
+        assert took < PROMPT, f"stopped {took:.1f} s after SIGINT"
+        assert "crates: stopped while reading the db-dump; it is read again next run" in run.stderr
+        assert_first_is_live(workdir)
+
+        rerun = crawl(workdir, server.dump_url)
+    assert_no_traceback(rerun)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert snapshots(workdir / "x.db") == [FIRST, SECOND]
+    assert query(workdir / "x.db", "SELECT count(*), min(id), max(id) FROM version_records") == [
+        (40_000, 1000, 40_999)
+    ]
+    assert staging_tables(workdir / "x.db") == []
+
+
+class StallingDumpServer:
+    """Announces the whole dump, sends its first ``sent`` bytes, then holds the connection open."""
+
+    def __init__(self, dump: bytes, sent: int) -> None:
+        self.dump, self.sent = dump, sent
+        self.release = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+
+    def __enter__(self) -> StallingDumpServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                self.send_response(200)
+                self.send_header("Content-Type", "application/gzip")
+                self.send_header("Content-Length", str(len(server.dump)))
+                self.end_headers()
+                self.wfile.write(server.dump[: server.sent])
+                self.wfile.flush()
+                server.release.wait(60)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release.set()
+        assert self._httpd is not None
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    @property
+    def dump_url(self) -> str:
+        assert self._httpd is not None
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/db-dump.tar.gz"
+
+
+def test_sigint_while_the_reader_waits_on_a_stalled_download_ends_within_seconds(workdir: Path) -> None:
+    """The read-ahead thread blocked in the stream, the download on the wire: one SIGINT ends both."""
+    with FakeCratesDumpServer(b"") as server:
+        load_first(workdir, server)
+    dump = dump_of(SECOND, versions=40_000)
+    with StallingDumpServer(dump, len(dump) // 2) as stalling, trawl(workdir, stalling.dump_url) as run:
+        run.wait_until(lambda: staged(workdir / "x.db", "crate_records_next") > 0)
+        run.send(signal.SIGINT)
+        code, took = run.finish(timeout=PROMPT * 3)
+    assert code == 1, run.stderr[-3000:]
+    assert took < PROMPT, f"stopped {took:.1f} s after SIGINT"
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert "crates: stopped while reading the db-dump; it is read again next run" in run.stderr
+    assert_first_is_live(workdir)
+
+
+def test_a_stop_wakes_the_step_waiting_for_the_archive_and_ends_the_read_ahead_thread() -> None:
+    """The reading thread waits for the read-ahead thread, which waits for a download that stalled:
+    the stop ends the wait at once (:class:`Stopped`), and closing the stream ends the thread."""
+    from trawl.sources.crates.dump import DumpInfo, read_dump
+    from trawl.sources.crates.prefetch import Stopped, StopSignal
+    from trawl.sources.crates.stream import BodyStream
+
+    dump = dump_of(SECOND, versions=40_000)
+    stream, stop = BodyStream(), StopSignal()
+    stream.write(dump[: len(dump) // 2])  # then nothing more: the read-ahead thread waits in read()
+    batches = read_dump(stream, DumpInfo(), 1000, stop=stop)
+    outcome: list[BaseException] = []
+
+    def step_until_stopped() -> None:
+        try:
+            while next(batches, None) is not None:
+                pass
+        except BaseException as exc:  # noqa: BLE001 - the test looks at what ended it
+            outcome.append(exc)
+
+    reader = threading.Thread(target=step_until_stopped, daemon=True)
+    reader.start()
+    deadline = time.monotonic() + PROMPT
+    while stream.received and stream._buffered and time.monotonic() < deadline:  # half read ahead
+        time.sleep(0.01)  # polling for the read-ahead thread to take what was sent
+    stop.set()
+    reader.join(PROMPT)
+    assert not reader.is_alive(), "the step went on waiting after the stop"
+    assert len(outcome) == 1 and isinstance(outcome[0], Stopped), outcome
+    stream.close()
+    readers = [t for t in threading.enumerate() if t.name == "trawl-crates-inflate"]
+    for thread in readers:
+        thread.join(PROMPT)
+    assert not any(t.is_alive() for t in readers), "the read-ahead thread outlived the closed stream"

@@ -31,7 +31,7 @@ import polars as pl
 
 from trawl.records.batches import Batch
 from trawl.sources.crates.blocks import BLOCK_BYTES
-from trawl.sources.crates.prefetch import Kind, Prefetched
+from trawl.sources.crates.prefetch import Kind, Prefetched, StopSignal
 from trawl.sources.crates.tables import TABLES, DumpError, read_block
 
 _FOLDER = re.compile(r"(\d{4})-(\d\d)-(\d\d)-(\d\d)(\d\d)(\d\d)")
@@ -191,6 +191,7 @@ def read_dump(
     newer_than: datetime | None = None,
     members: Callable[[BinaryIO], Iterator[tuple[str, BinaryIO]]] = tar_members,
     expected: str = "a tar.gz",
+    stop: StopSignal | None = None,
 ) -> Iterator[DumpBatch]:
     """Batches of at most ``batch_rows`` rows, table by table in archive order.
 
@@ -200,13 +201,14 @@ def read_dump(
     generator's parsing. Raises :class:`NotNewer` before the first table when the
     dump was made at or before ``newer_than``; :class:`DumpError` for an archive
     that is cut short or corrupt, or a table that cannot be read (named with what
-    is wrong). A file outside the dump's layout is skipped unread.
+    is wrong). A file outside the dump's layout is skipped unread. ``stop``, once set
+    (from any thread), ends the reading: :class:`.prefetch.Stopped` is raised.
     """
     prefetched: Prefetched | None = None
     table = ""
     numbers: dict[str, int] = {}
     try:
-        prefetched = Prefetched(looked_at(stream, expected), members, _classify, block_bytes)
+        prefetched = Prefetched(looked_at(stream, expected), members, _classify, block_bytes, stop=stop)
         for event in prefetched.events():
             if event[0] == "member":
                 found = _MEMBER.fullmatch(event[1])

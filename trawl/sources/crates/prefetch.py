@@ -16,6 +16,12 @@ nothing to read: skipped unread), and queues what it reads. Whatever it raises
 raised again where the events are read, in the order it happened. At most
 ``max_bytes`` wait in the queue: past that the thread waits, and so does the
 download behind it (its own back-pressure, :mod:`.stream`).
+
+Stopping (:class:`StopSignal`, set from any thread: the reactor's, on Ctrl-C or
+a store error): :meth:`Prefetched.close` wakes both sides at once. The thread
+ends at its next event (a read it is blocked in ends when the spider closes the
+stream); a reader waiting in :meth:`Prefetched.events` gets :class:`Stopped`
+instead of waiting for an event that will never come.
 """
 
 from __future__ import annotations
@@ -35,6 +41,39 @@ Event = tuple
 MAX_BYTES = 32 << 20
 
 
+class Stopped(Exception):  # noqa: N818 - the reading was stopped, not an error
+    """The reading was stopped (:class:`StopSignal`) while it waited for the archive."""
+
+
+class StopSignal:
+    """Set once, from any thread, to stop one dump's reading; what is attached is called then
+    (at once when attached after)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = False
+        self._hooks: list[Callable[[], None]] = []
+
+    def attach(self, hook: Callable[[], None]) -> None:
+        with self._lock:
+            if not self._set:
+                self._hooks.append(hook)
+                return
+        hook()
+
+    def set(self) -> None:
+        with self._lock:
+            if self._set:
+                return
+            self._set = True
+            hooks, self._hooks = self._hooks, []
+        for hook in hooks:
+            hook()
+
+    def is_set(self) -> bool:
+        return self._set
+
+
 class Prefetched:
     """The events of one archive, produced by a thread, read with :meth:`events`; :meth:`close` stops it."""
 
@@ -45,6 +84,7 @@ class Prefetched:
         classify: Callable[[str], Kind],
         block_bytes: int = BLOCK_BYTES,
         max_bytes: int = MAX_BYTES,
+        stop: StopSignal | None = None,
     ) -> None:
         self._stream = stream
         self._members = members
@@ -57,6 +97,8 @@ class Prefetched:
         self._closed = False
         self._thread = threading.Thread(target=self._produce, name="trawl-crates-inflate", daemon=True)
         self._thread.start()
+        if stop is not None:
+            stop.attach(self.close)
 
     # --- the producing thread ----------------------------------------------------------
 
@@ -99,11 +141,14 @@ class Prefetched:
     # --- the reading side --------------------------------------------------------------
 
     def events(self) -> Iterator[Event]:
-        """The events in order, up to ``("end",)``; an error of the thread is raised here."""
+        """The events in order, up to ``("end",)``; an error of the thread is raised here, and
+        :class:`Stopped` once closed."""
         while True:
             with self._condition:
-                while not self._queue:
+                while not self._queue and not self._closed:
                     self._condition.wait()
+                if self._closed:
+                    raise Stopped("the reading of the db-dump was stopped")
                 event = self._queue.popleft()
                 if event[0] == "block":
                     self._buffered -= len(event[2])
@@ -117,10 +162,16 @@ class Prefetched:
             yield event
 
     def close(self) -> None:
-        """The reader is done: the thread stops at its next event (a blocked download read ends
-        when the stream is closed, which the spider does)."""
+        """The reader is done, or stopped (any thread): the thread stops at its next event (a
+        blocked download read ends when the stream is closed, which the spider does), and a
+        reader waiting in :meth:`events` gets :class:`Stopped`."""
         with self._condition:
             self._closed = True
             self._queue.clear()
             self._buffered = 0
             self._condition.notify_all()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds for the thread to end; has it?"""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()

@@ -10,11 +10,19 @@ newest one every enabled layer holds is not read (``NotNewer``).
 :meth:`DumpLoad.step` runs on the reading thread (``deferToThread``): it reads
 the next batch and writes it to Parquet there, off the reactor: a whole block
 (8 MiB of CSV) a file, not a batch a file.
+
+:meth:`DumpLoad.abandon` may be called on the reactor while a step runs (the
+crawl stops: Ctrl-C, a store error): it sets the load's
+:class:`~.prefetch.StopSignal`, which wakes a step waiting for the archive
+(:class:`~.prefetch.Stopped`), and the step that was running discards the
+Parquet files when it ends, not the reactor under its feet.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +33,7 @@ from trawl.records.batches import Batch
 from trawl.records.kinds import staged
 from trawl.sources.crates.dump import DumpBatch, DumpInfo, iso, parse_time
 from trawl.sources.crates.parquet import ParquetLayer, newest_dump
+from trawl.sources.crates.prefetch import Stopped, StopSignal
 from trawl.sources.crates.records import DumpSnapshotBatch
 
 
@@ -48,26 +57,56 @@ def newest_held(store: Any, parquet_dir: Path | None) -> datetime | None:
 class DumpLoad:
     """The batches of one dump, written to Parquet as they are read, and the row that ends it."""
 
-    def __init__(self, batches: Iterator[DumpBatch], info: DumpInfo, parquet_dir: Path | None) -> None:
+    def __init__(
+        self,
+        batches: Iterator[DumpBatch],
+        info: DumpInfo,
+        parquet_dir: Path | None,
+        stop: StopSignal | None = None,
+    ) -> None:
         self.batches = batches
         self.info = info
         self.parquet_dir = parquet_dir
         self.parquet: ParquetLayer | None = None
         self.rows = 0
+        #: Set by :meth:`abandon`; ``read_dump`` was given the same one.
+        self.stop = stop or StopSignal()
+        self._lock = threading.Lock()
+        self._busy = False
+        self._abandoned = False
 
     def step(self) -> DumpBatch | None:
-        """On the reading thread: the next batch (None: the dump's end), in Parquet already."""
-        read = next(self.batches, None)
-        if read is None:
-            return None
-        self.rows += read.frame.height
-        if self.parquet_dir is not None:
-            if self.parquet is None:
-                made = self.info.time or datetime.now().astimezone()
-                self.parquet = ParquetLayer(self.parquet_dir, self.info.snapshot, made)
-            if read.block is not None:  # a block's first batch: the whole block, one file
-                self.parquet.write(read.table, read.number, read.block)
-        return read
+        """On the reading thread: the next batch (None: the dump's end), in Parquet already;
+        :class:`~.prefetch.Stopped` once abandoned."""
+        with self._running():
+            read = next(self.batches, None)
+            if read is None:
+                return None
+            self.rows += read.frame.height
+            if self.parquet_dir is not None and not self.stop.is_set():
+                if self.parquet is None:
+                    made = self.info.time or datetime.now().astimezone()
+                    self.parquet = ParquetLayer(self.parquet_dir, self.info.snapshot, made)
+                if read.block is not None:  # a block's first batch: the whole block, one file
+                    self.parquet.write(read.table, read.number, read.block)
+            return read
+
+    @contextmanager
+    def _running(self) -> Iterator[None]:
+        """A step (or the finish) on the reading thread: refused once abandoned; when abandoned
+        meanwhile, this thread removes the leftovers as it ends."""
+        with self._lock:
+            if self._abandoned:
+                raise Stopped("the reading of the db-dump was stopped")
+            self._busy = True
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._busy = False
+                cleanup = self._abandoned
+            if cleanup:
+                self._clean_up()
 
     @staticmethod
     def staged_batch(source: str, read: DumpBatch) -> Batch:
@@ -88,17 +127,27 @@ class DumpLoad:
 
     def finish(self) -> None:
         """On the reading thread: the Parquet partitions into place."""
-        if self.parquet is not None:
-            self.parquet.commit(self.dump_row())
+        with self._running():
+            if self.parquet is not None:
+                self.parquet.commit(self.dump_row())
 
     def abandon(self) -> None:
-        """The load ended (read whole, failed or stopped): the read-ahead thread stops
-        (:mod:`.prefetch`), and the Parquet files of a load that did not commit go."""
+        """The load ended (read whole, failed or stopped), on any thread, as often as need be: the
+        read-ahead thread stops (:mod:`.prefetch`), a step waiting for it ends, and the Parquet
+        files of a load that did not commit go (by the step still running, if one is)."""
+        self.stop.set()
+        with self._lock:
+            self._abandoned = True
+            if self._busy:
+                return
+        self._clean_up()
+
+    def _clean_up(self) -> None:
         close = getattr(self.batches, "close", None)
         if close is not None:
             try:
                 close()
-            except ValueError:  # a step still running in the thread pool: its generator ends with it
+            except ValueError:  # still executing: not possible outside a step, but never a crash
                 pass
         if self.parquet is not None:
             self.parquet.discard()

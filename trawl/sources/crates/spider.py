@@ -51,6 +51,7 @@ from trawl.sources.crates.history import HistoryBackfill, read_history_days
 from trawl.sources.crates.incremental import read_known
 from trawl.sources.crates.parquet import ParquetError
 from trawl.sources.crates.policy import API_ARGUMENTS, read_api_options
+from trawl.sources.crates.prefetch import Stopped, StopSignal
 from trawl.sources.crates.records import DumpSnapshotBatch
 from trawl.sources.crates.snapshot import DumpLoad, newest_held
 from trawl.sources.crates.stream import STREAM, BodyStream
@@ -262,6 +263,12 @@ class CratesSpider(Source):
         error, both mid-load) waited for ever, the progress line going on every 10 s.
         This looks every 50 ms, and does what Scrapy does after a callback's item.
         """
+        if self._reading is not None:  # a load under way: its reading threads stop now
+            load, stream = self._reading
+            self._reading = None
+            self._say_stopped()
+            stream.close()
+            load.abandon()
         if self._close_check is None:
             self._close_check = task.LoopingCall(self._close_if_idle)
             self._close_check.start(self.CLOSE_CHECK_SECONDS, now=False)
@@ -325,41 +332,55 @@ class CratesSpider(Source):
         self.on_request_error(failure)
 
     async def read_stream(self, stream: BodyStream) -> AsyncIterator[Any]:
-        """The dump's batches as they are read, then the row that makes them the live snapshot."""
+        """The dump's batches as they are read, then the row that makes them the live snapshot.
+
+        A stop (Ctrl-C, SIGTERM, a store error) ends it wherever it is: waiting for the
+        store, for the reading thread, or handed a batch to the engine that will never
+        ask for the next (:meth:`_watch_close` stops the reading then). Either way the
+        reading threads end, the stream is closed, the switch is never written, and
+        the run says so in one WARNING line.
+        """
         where = self.describe_url(self.dump_url)
         context = getattr(self, "run_context", None)
         store = context.store if context is not None else None
         newer_than = newest_held(store, self.parquet_dir)
         info = DumpInfo()
         zipped = self.expected == "a zip"
+        stop = StopSignal()
         batches = read_dump(
             stream, info, self.batch_rows, newer_than=newer_than,
-            members=zip_members if zipped else tar_members, expected=self.expected,
+            members=zip_members if zipped else tar_members, expected=self.expected, stop=stop,
         )  # fmt: skip
-        load = DumpLoad(batches, info, self.parquet_dir)
+        load = DumpLoad(batches, info, self.parquet_dir, stop)
+        self._reading = (load, stream)
+        ended = False  # the load ended by itself (read and switched, skipped, failed): nothing to say
         try:
             while True:
                 if not await self._store_caught_up():  # the crawl stops (Ctrl-C, a store error)
-                    self.logger.warning(
-                        "%s: stopped while reading the db-dump; it is read again next run", self.name
-                    )
                     return
                 try:
                     read = await maybe_deferred_to_future(threads.deferToThread(load.step))
+                except Stopped:
+                    return
                 except NotNewer:
                     assert newer_than is not None
                     self.logger.info(
                         "%s: skipped the db-dump %s (exported %s): not newer than the one held (exported %s)",
                         self.name, info.snapshot, iso(info.time or newer_than), iso(newer_than),
                     )  # fmt: skip
+                    ended = True
                     return
                 except DumpError as exc:
+                    ended = True
                     if isinstance(exc, NotAnArchive) and exc.html:
                         self.record_error("html", "the db-dump %s: %s", where, exc)
                     elif not stream.broken:  # a failed transfer is the errback's to say
                         self.record_error("malformed", "the db-dump %s: %s", where, exc)
+                    else:
+                        ended = not is_stopping(self.crawler)
                     return
                 except ParquetError as exc:
+                    ended = True
                     self.record_error("parquet", "%s", exc)
                     return
                 if read is None:
@@ -368,20 +389,25 @@ class CratesSpider(Source):
                     self.items_pending += 1
                     yield item
             stream.close()
+            self._reading_all = True
             if not await self._store_caught_up(everything=True):
-                self.logger.warning(
-                    "%s: stopped before the db-dump was switched to; it is read again next run", self.name
-                )
                 return
             try:
                 await maybe_deferred_to_future(threads.deferToThread(load.finish))
+            except Stopped:
+                return
             except ParquetError as exc:
+                ended = True
                 self.record_error("parquet", "%s", exc)
                 return
+            ended = True
             yield DumpSnapshotBatch(self.name, load.dump_row(), page=f"{info.snapshot}/switch", page_rows=1)
         finally:
+            self._reading = None
+            if not ended:
+                self._say_stopped()
             stream.close()  # what still arrives is dropped, and the download ends (_stop_streaming)
-            load.abandon()  # a load that did not end: its Parquet files (a committed one has none left)
+            load.abandon()  # the reading threads end; a load that did not end: its Parquet files go
         self.logger.info(
             "%s: read the db-dump %s (%s, %s, exported %s)",
             self.name,
@@ -390,6 +416,24 @@ class CratesSpider(Source):
             counted(load.rows, "row"),
             info.timestamp or "at an unknown time",
         )
+
+    #: The load being read (:meth:`read_stream`): what a stop ends.
+    _reading: tuple[DumpLoad, BodyStream] | None = None
+    #: Every batch of the dump was read: a stop now comes before the switch.
+    _reading_all = False
+    _stop_said = False
+
+    def _say_stopped(self) -> None:
+        """One WARNING line for a load the crawl stopped, however it learnt of the stop."""
+        if self._stop_said:
+            return
+        self._stop_said = True
+        if self._reading_all:
+            self.logger.warning(
+                "%s: stopped before the db-dump was switched to; it is read again next run", self.name
+            )
+        else:
+            self.logger.warning("%s: stopped while reading the db-dump; it is read again next run", self.name)
 
     async def _store_caught_up(self, everything: bool = False) -> bool:
         """Wait while the store is more than ``STORE_BACKLOG_ROWS`` rows behind, or more than
