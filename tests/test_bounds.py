@@ -184,14 +184,15 @@ def crawler_settings(source: type) -> Any:
 READ_CAPS = {"live": "LIVE_MAX_BYTES", "probe": "PROBE_MAX_BYTES"}
 
 
-def test_each_source_declares_a_size_limit_that_bounds_a_hostile_crawl() -> None:
+def test_each_source_declares_a_size_limit_that_bounds_a_hostile_crawl(workdir: Path) -> None:
     """Every registered source's answers are bounded, and by a limit that fits the source.
 
     The URL sources declare theirs (``default_download_maxsize``), at most 64 MiB, on the wire
     and inflated. The record sources: the crates.io dump is one answer of 8 GiB at most, streamed
-    (what waits for the reader is at most ``HIGH_WATER``); responses' lookups have the project's
-    64 MiB and its files ``RESPONSES_MAX_BYTES``; the live crawl and the probe cut each answer at
-    their cap (:data:`READ_CAPS`), and what a compressed one inflates to is bounded too (below).
+    (what waits for the reader is at most ``HIGH_WATER``; what it inflates to: the crates test
+    below); responses' lookups have the project's 64 MiB and its files ``RESPONSES_MAX_BYTES``,
+    seen at work on a gzip bomb here; the live crawl and the probe cut each answer at their cap
+    (:data:`READ_CAPS`), and what a compressed one inflates to is bounded too (below).
     """
     from trawl.sources.builtin import BUILTIN_RECORD_SOURCES, BUILTIN_SOURCES
     from trawl.sources.crates import stream
@@ -218,6 +219,26 @@ def test_each_source_declares_a_size_limit_that_bounds_a_hostile_crawl() -> None
     # live, probe: each answer cut at the cap, which is under the limit of what it inflates to.
     for name, cap in READ_CAPS.items():
         assert sources[name].declared_settings()[cap].default <= limits[name] <= 64 << 20, name
+    # responses: a stored URL's archived response is a 1 GiB gzip bomb; RESPONSES_MAX_BYTES of 1 MiB.
+    from tests.test_probe import seed
+
+    def archive(path: str) -> bytes | None:
+        return b"http://example.com/a 20200101000000 200 text/html DIGESTA 100\n" if "/cdx/" in path else None
+
+    seed(workdir / "trawl.db", ["http://example.com/a"])
+    with HostileServer("bomb", normal=archive, content_type="text/html") as srv:
+        given = {
+            "WAYBACK_BASE_URL": srv.base_url,
+            "RESPONSES_MAX_BYTES": 1 << 20,
+            "STORE_URI": "sqlite:///trawl.db",
+        }
+        result = trawl_crawl(workdir, "responses", settings=given)
+        replays = [line for line in srv.requests if "/web/" in line]
+    assert_no_traceback(result)
+    said = warnings(result)
+    over = "responses: http://example.com/a at 20200101000000 over RESPONSES_MAX_BYTES: not stored"
+    assert len(said) == 1 and said[0].endswith(over) and not result.errors, said + result.errors
+    assert len(replays) == 1 and result.stat("responses/too_big") == "1"
 
 
 def request_of(name: str, source: type) -> Any:
