@@ -23,6 +23,8 @@ import pytest
 
 from tests.conftest import TEST_DEFAULTS, CrawlResult, assert_no_traceback
 from tests.helpers import processes
+from tests.helpers.probe import seed
+from tests.helpers.sources import crawler_settings, registered_sources
 from tests.servers.hostile import HOSTILE_PAGE, HostileServer, Mode, example_site
 
 QUICK = {"RETRY_BACKOFF_BASE": 0.01, "RETRY_BACKOFF_MAX": 0.05}
@@ -156,29 +158,6 @@ def test_a_bad_size_setting_is_one_line(workdir: Path) -> None:
     assert "SOURCE_DOWNLOAD_MAXSIZE['wayback'] must be a whole number" in result.stderr
 
 
-def registered_sources() -> dict[str, type]:
-    """Every source trawl's plugins register (what ``trawl list`` offers), the record sources included."""
-    from trawl.sources.loader import PluginSpiderLoader
-
-    loader = PluginSpiderLoader(project_settings())
-    return {name: loader.load(name) for name in loader.list() if name != "all"}
-
-
-def project_settings() -> Any:
-    from scrapy.settings import Settings
-
-    settings = Settings()
-    settings.setmodule("trawl.settings", priority="project")
-    return settings
-
-
-def crawler_settings(source: type) -> Any:
-    """The settings a crawler of ``source`` runs with: trawl's, and the source's own limits over them."""
-    settings = project_settings()
-    source.update_settings(settings)  # type: ignore[attr-defined]
-    return settings
-
-
 #: The record sources, each bounded its own way (the URL sources: their ``default_download_maxsize``).
 #: The live crawl and the probe read a capped part of each answer: the cap's setting.
 READ_CAPS = {"live": "LIVE_MAX_BYTES", "probe": "PROBE_MAX_BYTES"}
@@ -219,9 +198,8 @@ def test_each_source_declares_a_size_limit_that_bounds_a_hostile_crawl(workdir: 
     # live, probe: each answer cut at the cap, which is under the limit of what it inflates to.
     for name, cap in READ_CAPS.items():
         assert sources[name].declared_settings()[cap].default <= limits[name] <= 64 << 20, name
-    # responses: a stored URL's archived response is a 1 GiB gzip bomb; RESPONSES_MAX_BYTES of 1 MiB.
-    from tests.test_probe import seed
 
+    # responses: a stored URL's archived response is a 1 GiB gzip bomb; RESPONSES_MAX_BYTES of 1 MiB.
     def archive(path: str) -> bytes | None:
         return b"http://example.com/a 20200101000000 200 text/html DIGESTA 100\n" if "/cdx/" in path else None
 

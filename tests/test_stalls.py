@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.helpers.probe import seed
+from tests.helpers.sources import crawler_settings, registered_sources
 from tests.servers.hostile import HOSTILE_PAGE, HostileServer, example_site
 from tests.servers.silent import SilentServer
-from tests.test_bounds import crawler_settings, registered_sources
-from tests.test_probe import seed
 
 QUICK = {"RETRY_BACKOFF_BASE": 0.01, "RETRY_BACKOFF_MAX": 0.05, "PROGRESS_INTERVAL": 0.25}
 
