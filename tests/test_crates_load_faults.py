@@ -11,18 +11,20 @@ sleeps for a guessed time: each polls the store or the process with a deadline.
 
 from __future__ import annotations
 
+import gzip
 import signal
 import sqlite3
 import threading
 import time
+import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 from tests.conftest import TEST_DEFAULTS, CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.helpers.crates_tables import EXPECTED_VERSIONS, TABLES, VERSION_SQL, many_versions
 from tests.interrupts import Trawl
 from tests.servers.crates_dump import FakeCratesDumpServer, make_dump
-from tests.test_source_crates import EXPECTED_VERSIONS, TABLES, VERSION_SQL, many_versions
 
 #: A failed or stopped load must end within this many seconds of its cause.
 PROMPT = 10.0
@@ -42,6 +44,16 @@ def dump_of(snapshot: str, versions: int | None = None, drop: tuple[str, ...] = 
         del tables[name]
     day = snapshot[:10]
     return make_dump(tables, snapshot=snapshot, timestamp=f"{day}T02:00:01Z", compresslevel=1)
+
+
+def cut_after_the_last_member(dump: bytes) -> bytes:
+    """``dump`` whole up to the end of its last member's data (``versions.csv``), then cut: every
+    table is read, then the archive fails as a download cut short does."""
+    tar = gzip.decompress(dump)
+    end = len(tar.rstrip(b"\0"))
+    end += -end % 512
+    deflate = zlib.compressobj(1, zlib.DEFLATED, 31)  # 31: with a gzip header
+    return deflate.compress(tar[:end]) + deflate.flush(zlib.Z_FULL_FLUSH)
 
 
 def crawl(workdir: Path, url: str, timeout: float = 60, **settings: object) -> CrawlResult:
@@ -240,3 +252,35 @@ def test_a_stop_wakes_the_step_waiting_for_the_archive_and_ends_the_read_ahead_t
     for thread in readers:
         thread.join(PROMPT)
     assert not any(t.is_alive() for t in readers), "the read-ahead thread outlived the closed stream"
+
+
+# --- a dump without a table ---------------------------------------------------------------------
+
+
+def test_a_dump_without_a_core_table_is_refused_and_no_stale_staged_row_switches_in(workdir: Path) -> None:
+    """A load that failed at the archive's end staged the second dump's versions and keywords. Before:
+    a third dump without ``versions.csv`` loaded with exit 0, and ``version_records`` held them."""
+    db = workdir / "x.db"
+    with FakeCratesDumpServer(b"") as server:
+        load_first(workdir, server)
+        server.dump = cut_after_the_last_member(dump_of(SECOND, versions=10))
+        failed = crawl(workdir, server.dump_url)
+        assert failed.returncode == 1 and "cut short" in failed.stderr, failed.stderr[-3000:]
+        assert staged(db) == 10 and staged(db, "keyword_records_next") == 2
+
+        server.dump = dump_of(THIRD, drop=("versions",))
+        refused = crawl(workdir, server.dump_url)
+        assert_no_traceback(refused)
+        assert refused.returncode == 1, refused.stderr[-3000:]
+        assert len(refused.errors) == 1, refused.errors
+        assert f"{THIRD}/data/versions.csv" in refused.errors[0]
+        assert_first_is_live(workdir)
+        assert staged(db) == 0  # the failed load's rows went when this one started
+
+        server.dump = dump_of(FOURTH, drop=("keywords",))  # no keywords upstream: none held after
+        fourth = crawl(workdir, server.dump_url)
+    assert fourth.returncode == 0, fourth.stderr[-3000:]
+    assert snapshots(db) == [FIRST, FOURTH]
+    assert query(db, VERSION_SQL) == EXPECTED_VERSIONS
+    assert query(db, "SELECT count(*) FROM keyword_records") == [(0,)]
+    assert staging_tables(db) == []

@@ -21,7 +21,7 @@ import re
 import tarfile
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import BinaryIO
 from zipfile import BadZipFile
@@ -35,6 +35,8 @@ from trawl.sources.crates.prefetch import Kind, Prefetched, StopSignal
 from trawl.sources.crates.tables import TABLES, DumpError, read_block
 
 _FOLDER = re.compile(r"(\d{4})-(\d\d)-(\d\d)-(\d\d)(\d\d)(\d\d)")
+#: The tables without which a dump is no snapshot of the registry: it is not switched to.
+CORE_TABLES = ("crates", "versions", "dependencies")
 _MEMBER = re.compile(r"(?P<top>[^/]+)/(?:(?P<meta>metadata\.json)|data/(?P<table>[a-z_]+)\.csv)")
 
 
@@ -102,11 +104,17 @@ class DumpInfo:
     commit: str = ""
     tables: int = 0
     total_downloads: int | None = None
+    #: The tables read (their members seen, rows or not).
+    seen: set[str] = field(default_factory=set)
 
     @property
     def time(self) -> datetime | None:
         """When the dump was made: ``metadata.json``'s timestamp, else the folder's name."""
         return parse_time(self.timestamp) or parse_time(self.snapshot)
+
+    def missing(self, tables: tuple[str, ...] = CORE_TABLES) -> list[str]:
+        """The members of ``tables`` the dump did not have (``2026-09-01-020003/data/versions.csv``)."""
+        return [f"{self.snapshot}/data/{table}.csv" for table in tables if table not in self.seen]
 
 
 class NotNewer(DumpError):
@@ -219,6 +227,7 @@ def read_dump(
                     if not info.tables and newer_than and info.time is not None and info.time <= newer_than:
                         raise NotNewer(f"the db-dump {info.snapshot} is not newer than the one stored")
                     info.tables += 1
+                    info.seen.add(table)
             elif event[0] == "whole":
                 if table == "metadata":
                     _read_total(event[1], info)

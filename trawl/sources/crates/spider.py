@@ -38,6 +38,7 @@ from trawl.errors import TrawlUsageError
 from trawl.pipeline.backlog import StoreBacklog, resume
 from trawl.records.batches import Batch
 from trawl.run.counts import counted
+from trawl.run.secrets import redact
 from trawl.run.stopping import is_stopping, stopping
 from trawl.settings_checks import Setting, http_url, text, whole
 from trawl.sources.arguments import parse_bool
@@ -54,6 +55,7 @@ from trawl.sources.crates.policy import API_ARGUMENTS, read_api_options
 from trawl.sources.crates.prefetch import Stopped, StopSignal
 from trawl.sources.crates.records import DumpSnapshotBatch
 from trawl.sources.crates.snapshot import DumpLoad, newest_held
+from trawl.sources.crates.staging import empty_staging
 from trawl.sources.crates.stream import STREAM, BodyStream
 from trawl.sources.crates.tables import DumpError
 from trawl.sources.crates.zipstream import zip_members
@@ -63,6 +65,11 @@ STREAMING_HANDLER = "trawl.sources.crates.stream.StreamingDownloadHandler"
 DEFAULT_DUMP_URL = "https://static.crates.io/db-dump.tar.gz"
 MODES = ("dump", "api", "incremental")
 API_MODES = ("api", "incremental")
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error's first line, secrets masked (a store's message may quote its URI)."""
+    return redact((str(exc).strip().splitlines() or [type(exc).__name__])[0])
 
 
 class CratesSpider(Source):
@@ -196,7 +203,7 @@ class CratesSpider(Source):
         if self.check_only:
             self.report_estimate(1)
             return
-        if not self.take_request():
+        if not self.take_request() or not await self._start_load():
             return
         self.logger.info("%s: fetching the db-dump %s", self.name, self.describe_url(self.dump_url))
         stream = BodyStream()
@@ -208,6 +215,26 @@ class CratesSpider(Source):
             return  # not streamed: an error status or an HTML page, which the callback or errback says
         async for batch in self.read_stream(stream):
             yield batch
+
+    async def _start_load(self) -> bool:
+        """Before the dump is fetched: the store's staging tables emptied (:mod:`.staging`), so
+        that no row of a load that did not end reaches this one's snapshot. False, after one
+        ERROR line, when the store cannot."""
+        context = getattr(self, "run_context", None)
+        store = context.store if context is not None else None
+        if store is None:
+            return True
+        try:
+            emptied = await maybe_deferred_to_future(threads.deferToThread(empty_staging, store))
+        except Exception as exc:  # noqa: BLE001 - the store's own errors, said in one line
+            self.record_error("store", "cannot empty the staging tables of the dump: %s", _one_line(exc))
+            return False
+        if emptied:
+            tables = ", ".join(emptied)
+            self.logger.info(
+                "%s: emptied the staging tables a load that did not end left (%s)", self.name, tables
+            )
+        return True
 
     async def _start_api(self, options: ApiOptions) -> AsyncIterator[Any]:
         """``mode=api`` / ``incremental``: one coroutine, request after request (:mod:`.api`)."""
@@ -388,6 +415,14 @@ class CratesSpider(Source):
                 for item in self.bridged(load.staged_batch(self.name, read)):
                     self.items_pending += 1
                     yield item
+            missing = info.missing()
+            if missing:  # no snapshot of the registry: the one held stays live
+                ended = True
+                self.record_error(
+                    "malformed", "the db-dump %s has no %s: not loaded, the snapshot held stays live",
+                    where, " and no ".join(missing),
+                )  # fmt: skip
+                return
             stream.close()
             self._reading_all = True
             if not await self._store_caught_up(everything=True):

@@ -25,7 +25,9 @@ live one in the transaction that writes its own batch (``DROP`` + ``ALTER
 TABLE ... RENAME``, its primary key renamed with it: no row is copied; readers
 wait for the commit on the table's lock and then see the new snapshot whole);
 a listed kind with no ``_next`` table had no rows in the snapshot, and its live
-table is emptied.
+table is emptied. A load drops every staged table of the kinds it switches
+before its first batch (:func:`drop_staged`): rows of a load that did not end
+never reach a later snapshot.
 """
 
 from __future__ import annotations
@@ -186,6 +188,21 @@ class KindTable:
             previous.is_null().alias("new"), (previous == run).fill_null(False).alias("repeat")
         )
         return merged.drop("previous_run"), int(merged.get_column("new").sum())
+
+
+def drop_staged(con: psycopg.Connection, kinds: tuple[str, ...], lock: int) -> list[str]:
+    """The staged tables of ``kinds`` dropped, in a transaction of their own under the schema lock:
+    a snapshot load starts from nothing, whatever an earlier load left (one that failed, was stopped
+    or killed: a table the new dump lacks must not switch in its rows). The tables that were there."""
+    there: list[str] = []
+    with con.transaction():
+        con.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
+        for kind in kinds:
+            table = f"{kind}_records_next"
+            if exists(con, table):
+                con.execute(f"DROP TABLE {table}")
+                there.append(table)
+    return there
 
 
 def switch(con: psycopg.Connection, kind: str) -> None:

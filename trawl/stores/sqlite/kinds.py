@@ -18,7 +18,9 @@ read-back cost as much as the write). A kind that declares ``SWITCHES``
 renames each listed kind's ``_next`` table over its live one (``DROP`` +
 ``ALTER TABLE ... RENAME``: no row is copied) in the transaction that writes
 its own batch; a listed kind with no ``_next`` table had no rows in the
-snapshot, and its live table is emptied.
+snapshot, and its live table is emptied. A load drops every staged table of
+the kinds it switches before its first batch (:func:`drop_staged`): rows of a
+load that did not end never reach a later snapshot.
 """
 
 from __future__ import annotations
@@ -201,6 +203,25 @@ class KindTable:
 def _exists(con: sqlite3.Connection, table: str) -> bool:
     found = con.execute("SELECT 1 FROM main.sqlite_master WHERE type = 'table' AND name = ?", (table,))
     return found.fetchone() is not None
+
+
+def drop_staged(con: sqlite3.Connection, kinds: tuple[str, ...]) -> list[str]:
+    """The staged tables of ``kinds`` dropped, in one transaction of their own: a snapshot load
+    starts from nothing, whatever an earlier load left (one that failed, was stopped or killed:
+    a table the new dump lacks must not switch in its rows). The tables that were there."""
+    there = [f"{kind}_records_next" for kind in kinds if _exists(con, f"{kind}_records_next")]
+    if not there:
+        return []
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        for table in there:
+            con.execute(f"DROP TABLE IF EXISTS main.{table}")
+        con.execute("COMMIT")
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    return there
 
 
 def switch(con: sqlite3.Connection, kind: str) -> None:

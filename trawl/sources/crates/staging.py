@@ -1,0 +1,49 @@
+"""A dump load starts from empty staging tables, in whichever store it loads into.
+
+The store keeps a snapshot's rows apart until its switch (``<kind>_records_next``,
+:mod:`trawl.records.kinds`), and the switch renames every staged table over its
+live one. A load that did not end (a failed table, Ctrl-C, ``kill -9``) leaves
+its staged rows behind; before, the next load emptied a staged table only when
+it wrote to it, so a newer dump without ``versions.csv`` switched in the
+versions the failed load had staged. :func:`empty_staging` drops every staged
+table of the dump's kinds before the first batch (SQLite: on the store's writer
+thread; PostgreSQL: on a connection of its own, under the schema lock). Another
+store (Elasticsearch) keeps its own rules.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trawl.sources.crates.records import DumpSnapshotBatch
+
+
+def empty_staging(store: Any) -> list[str]:
+    """Drop the staged tables of the dump's kinds in ``store``; the names of those that were there.
+
+    Blocking: called off the reactor (``deferToThread``). Raises the store's error.
+    """
+    kinds = tuple(DumpSnapshotBatch.SWITCHES)
+    from trawl.stores.sqlite.store import SqliteStore
+
+    if isinstance(store, SqliteStore):
+        from trawl.stores.sqlite import kinds as sqlite_kinds
+
+        return store.on_writer(lambda: sqlite_kinds.drop_staged(store.connection, kinds))
+    postgres = _postgres_store_class()
+    if postgres is not None and isinstance(store, postgres):
+        from trawl.stores.postgresql import connection
+        from trawl.stores.postgresql import kinds as pg_kinds
+        from trawl.stores.postgresql.schema import SCHEMA_LOCK
+
+        with connection.connect(store.uri, store.timeout, autocommit=True) as con:
+            return pg_kinds.drop_staged(con, kinds, SCHEMA_LOCK)
+    return []
+
+
+def _postgres_store_class() -> type | None:
+    try:
+        from trawl.stores.postgresql.store import PostgresStore
+    except ImportError:  # psycopg not installed: no PostgreSQL store can be open
+        return None
+    return PostgresStore
