@@ -215,6 +215,7 @@ class CratesSpider(Source):
             return  # not streamed: an error status or an HTML page, which the callback or errback says
         async for batch in self.read_stream(stream):
             yield batch
+        await self._close_when_stored()  # the run ends with its switch stored, not 5 s later
 
     async def _start_load(self) -> bool:
         """Before the dump is fetched: the store's staging tables emptied (:mod:`.staging`), so
@@ -262,7 +263,7 @@ class CratesSpider(Source):
     async def _close_when_stored(self) -> None:
         """Let the engine close as soon as the last batch is stored, not on its next heartbeat.
 
-        Everything of the API modes happens inside ``start()``: when it ends, the
+        Everything of the API modes and of the dump happens inside ``start()``: when it ends, the
         engine looked for idleness last while the batches were still in the
         pipeline, and would look again only on its 5 s heartbeat. Waiting for the
         pipeline to empty, then nudging it (:func:`~trawl.pipeline.backlog.resume`)
