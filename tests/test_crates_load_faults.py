@@ -1,18 +1,21 @@
 """A crates.io db-dump load that fails, is stopped, or meets another load: real processes, real signals.
 
-Each test loads a small first dump (the snapshot a fault must leave live), then
-makes the fault happen to a second load as it happens in production: a store
+Each fault happens to a load as it happens in production, most of them after a
+small first dump was loaded (the snapshot the fault must leave live): a store
 error mid-load (a trigger on the page ledger that fails like a full disk), a
 SIGINT once rows are staged or while the reader waits on a stalled download, a
 dump without ``versions.csv`` after a failed load left staged rows, a second
-load started while the first runs, a load killed with ``kill -9``. No test
-sleeps for a guessed time: each polls the store or the process with a deadline.
+load started while the first runs (SQLite and PostgreSQL), a load killed with
+``kill -9``. No test sleeps for a guessed time: each polls the store or the
+process with a deadline.
 """
 
 from __future__ import annotations
 
 import gzip
+import os
 import signal
+import socket
 import sqlite3
 import threading
 import time
@@ -20,6 +23,8 @@ import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from tests.conftest import TEST_DEFAULTS, CrawlResult, assert_no_traceback, crawl_args, run_scrapy
 from tests.helpers.crates_tables import EXPECTED_VERSIONS, TABLES, VERSION_SQL, many_versions
@@ -139,7 +144,7 @@ def test_sigint_mid_load_ends_within_seconds_keeps_the_snapshot_and_a_rerun_comp
     """Before: ``Received SIGINT, shutting down gracefully``, then progress lines until killed."""
     with FakeCratesDumpServer(b"") as server:
         load_first(workdir, server)
-        server.dump = dump_of(SECOND, versions=40_000)
+        server.dump = dump_of(SECOND, versions=30_000)
         with trawl(workdir, server.dump_url) as run:
             run.wait_until(lambda: staged(workdir / "x.db") >= 2000)
             run.send(signal.SIGINT)
@@ -154,7 +159,7 @@ def test_sigint_mid_load_ends_within_seconds_keeps_the_snapshot_and_a_rerun_comp
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert snapshots(workdir / "x.db") == [FIRST, SECOND]
     assert query(workdir / "x.db", "SELECT count(*), min(id), max(id) FROM version_records") == [
-        (40_000, 1000, 40_999)
+        (30_000, 1000, 30_999)
     ]
     assert staging_tables(workdir / "x.db") == []
 
@@ -284,3 +289,114 @@ def test_a_dump_without_a_core_table_is_refused_and_no_stale_staged_row_switches
     assert query(db, VERSION_SQL) == EXPECTED_VERSIONS
     assert query(db, "SELECT count(*) FROM keyword_records") == [(0,)]
     assert staging_tables(db) == []
+
+
+# --- two loads at once, a crashed load ------------------------------------------------------------
+
+
+def test_a_second_load_into_the_same_store_is_refused_naming_the_running_one(workdir: Path) -> None:
+    """Before: both loaded into the same staging tables and scratch file; an old dump was switched in
+    with part of its rows and exit 0, the other run failed with ``database is locked``."""
+    db = workdir / "x.db"
+    with FakeCratesDumpServer(dump_of(SECOND, versions=40_000)) as server:
+        with trawl(workdir, server.dump_url) as running:
+            running.wait_until(lambda: staged(db) >= 1000)
+            second = crawl(workdir, server.dump_url)
+            assert running.proc.poll() is None, "the first load ended before the second was refused"
+            code, _ = running.finish(timeout=60)
+        requests = len(server.requests)
+    assert code == 0, running.stderr[-3000:]
+    assert_no_traceback(second)
+    assert second.returncode == 1, second.stderr[-3000:]
+    assert len(second.errors) == 1, second.errors
+    refusal = second.errors[0]
+    assert "another crates load is writing this store" in refusal, refusal
+    assert f"pid {running.proc.pid} on {socket.gethostname()}, started 20" in refusal, refusal
+    assert requests == 1, "the refused load fetched the dump"
+    assert snapshots(db) == [SECOND]
+    assert query(db, "SELECT count(*), min(id), max(id) FROM version_records") == [(40_000, 1000, 40_999)]
+    assert staging_tables(db) == []
+    assert list(workdir.glob("x.db-load-*")) == []
+    assert (workdir / "x.db-load.lock").read_bytes() == b""  # let go: no load holds it, none died
+
+
+def test_a_killed_loads_leftovers_are_removed_once_its_owner_is_gone_and_only_then(workdir: Path) -> None:
+    """``kill -9`` mid-load: the lock goes with the process; the next load names the dead one, drops
+    its staged rows and removes its scratch file, not the scratch file of a process still running."""
+    db = workdir / "x.db"
+    host = socket.gethostname()
+    with FakeCratesDumpServer(dump_of(SECOND, versions=20_000)) as server:
+        with trawl(workdir, server.dump_url) as killed:
+            killed.wait_until(lambda: staged(db) >= 1000)
+            killed.proc.send_signal(signal.SIGKILL)
+            killed.proc.wait(30)
+        scratch = workdir / f"x.db-load-{killed.proc.pid}@{host}"
+        assert scratch.exists()  # the killed load's scratch file, named for its owner
+        assert str(killed.proc.pid) in (workdir / "x.db-load.lock").read_text()  # the lock's last holder
+        alive = workdir / f"x.db-load-{os.getpid()}@{host}"  # a live process's: not a leftover
+        alive.write_bytes(b"")
+
+        rerun = crawl(workdir, server.dump_url)
+    assert_no_traceback(rerun)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert f"crates: the load of pid {killed.proc.pid} on {host} (started 20" in rerun.stderr, rerun.stderr
+    assert "emptied the staging tables a load that did not end left (" in rerun.stderr
+    assert not scratch.exists()
+    assert alive.exists()
+    assert snapshots(db) == [SECOND]
+    assert query(db, "SELECT count(*) FROM version_records") == [(20_000,)]
+    assert staging_tables(db) == []
+
+
+# --- PostgreSQL ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pg() -> Any:
+    from tests.servers.postgres_server import PostgresServer
+
+    with PostgresServer() as server:
+        yield server
+
+
+def test_two_loads_into_one_postgresql_store_the_second_refused_and_a_killed_ones_leftovers_removed(
+    pg: Any, workdir: Path
+) -> None:
+    import uuid
+
+    import psycopg
+
+    uri = pg.create_database(f"l_{uuid.uuid4().hex[:12]}")
+    host = socket.gethostname()
+
+    def pg_rows(sql: str) -> list[tuple]:
+        with psycopg.connect(uri) as con:
+            return con.execute(sql).fetchall()
+
+    def staged_pg() -> int:
+        try:
+            return int(pg_rows("SELECT count(*) FROM version_records_next")[0][0])
+        except psycopg.errors.UndefinedTable:
+            return 0
+
+    with FakeCratesDumpServer(dump_of(SECOND, versions=40_000)) as server:
+        with trawl(workdir, server.dump_url, STORE_URI=uri) as running:
+            running.wait_until(lambda: staged_pg() >= 1000)
+            second = crawl(workdir, server.dump_url, STORE_URI=uri)
+            assert running.proc.poll() is None, "the first load ended before the second was refused"
+            running.proc.send_signal(signal.SIGKILL)
+            running.proc.wait(30)
+        assert second.returncode == 1, second.stderr[-3000:]
+        assert len(second.errors) == 1, second.errors
+        assert f"pid {running.proc.pid} on {host}, started 20" in second.errors[0], second.errors
+        assert "another crates load is writing this store" in second.errors[0]
+        assert len(server.requests) == 1, "the refused load fetched the dump"
+
+        server.dump = dump_of(THIRD)  # the next day's
+        rerun = crawl(workdir, server.dump_url, STORE_URI=uri)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert f"the load of pid {running.proc.pid} on {host} (started 20" in rerun.stderr, rerun.stderr[-3000:]
+    assert pg_rows("SELECT snapshot FROM crates_dump_records") == [(THIRD,)]
+    assert pg_rows(VERSION_SQL) == EXPECTED_VERSIONS
+    assert pg_rows("SELECT tablename FROM pg_tables WHERE tablename LIKE '%_records_next'") == []
+    assert pg_rows("SELECT count(*) FROM trawl_loads") == [(0,)]  # let go: no load holds it, none died

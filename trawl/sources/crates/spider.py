@@ -43,6 +43,7 @@ from trawl.run.stopping import is_stopping, stopping
 from trawl.settings_checks import Setting, http_url, text, whole
 from trawl.sources.arguments import parse_bool
 from trawl.sources.base import Source
+from trawl.sources.crates import loadlock
 from trawl.sources.crates.api import ApiCrawl, ApiOptions
 from trawl.sources.crates.apifetch import Stop
 from trawl.sources.crates.bridge import UrlBridge
@@ -218,13 +219,29 @@ class CratesSpider(Source):
         await self._close_when_stored()  # the run ends with its switch stored, not 5 s later
 
     async def _start_load(self) -> bool:
-        """Before the dump is fetched: the store's staging tables emptied (:mod:`.staging`), so
-        that no row of a load that did not end reaches this one's snapshot. False, after one
-        ERROR line, when the store cannot."""
+        """Before the dump is fetched: the store's load lock taken (:mod:`.loadlock`: one load
+        at a time, a second one refused in one ERROR line naming the first), and its staging
+        tables emptied (:mod:`.staging`), so that no row of a load that did not end reaches
+        this one's snapshot. False, after one ERROR line, when the load cannot start."""
         context = getattr(self, "run_context", None)
         store = context.store if context is not None else None
         if store is None:
             return True
+        try:
+            self._load_lock = await maybe_deferred_to_future(threads.deferToThread(loadlock.acquire, store))
+        except loadlock.LoadBusy as busy:
+            self.record_error("busy", "%s", busy)
+            return False
+        except Exception as exc:  # noqa: BLE001 - the store's own errors, said in one line
+            self.record_error("store", "cannot take the store's load lock: %s", _one_line(exc))
+            return False
+        previous = self._load_lock.previous
+        if previous is not None:
+            self.logger.warning(
+                "%s: the load of %s did not end: what it left in the store is removed",
+                self.name,
+                previous.named(),
+            )
         try:
             emptied = await maybe_deferred_to_future(threads.deferToThread(empty_staging, store))
         except Exception as exc:  # noqa: BLE001 - the store's own errors, said in one line
@@ -236,6 +253,9 @@ class CratesSpider(Source):
                 "%s: emptied the staging tables a load that did not end left (%s)", self.name, tables
             )
         return True
+
+    #: The store's load lock, held from the load's start until the spider has closed.
+    _load_lock: loadlock.LoadLock | None = None
 
     async def _start_api(self, options: ApiOptions) -> AsyncIterator[Any]:
         """``mode=api`` / ``incremental``: one coroutine, request after request (:mod:`.api`)."""
@@ -321,6 +341,9 @@ class CratesSpider(Source):
 
     def closed(self, reason: str) -> None:
         self._stop_close_check()
+        lock, self._load_lock = self._load_lock, None
+        if lock is not None:  # the store is closed: every batch of the load, and its switch, written
+            lock.release()
         super().closed(reason)
 
     def parse_dump(self, response: Response) -> None:

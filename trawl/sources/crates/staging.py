@@ -7,19 +7,24 @@ its staged rows behind; before, the next load emptied a staged table only when
 it wrote to it, so a newer dump without ``versions.csv`` switched in the
 versions the failed load had staged. :func:`empty_staging` drops every staged
 table of the dump's kinds before the first batch (SQLite: on the store's writer
-thread; PostgreSQL: on a connection of its own, under the schema lock). Another
-store (Elasticsearch) keeps its own rules.
+thread, and the bulk load's scratch files of processes that are gone,
+:func:`trawl.stores.sqlite.bulk.remove_leftovers`; PostgreSQL: on a connection of
+its own, under the schema lock). Another store (Elasticsearch) keeps its own rules.
+The load holds the store's load lock meanwhile (:mod:`.loadlock`): no other load's
+tables are dropped.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from trawl.sources.crates.records import DumpSnapshotBatch
 
 
 def empty_staging(store: Any) -> list[str]:
-    """Drop the staged tables of the dump's kinds in ``store``; the names of those that were there.
+    """Drop the staged tables of the dump's kinds in ``store``; the names of those that were there
+    (and of the scratch files removed).
 
     Blocking: called off the reactor (``deferToThread``). Raises the store's error.
     """
@@ -27,9 +32,12 @@ def empty_staging(store: Any) -> list[str]:
     from trawl.stores.sqlite.store import SqliteStore
 
     if isinstance(store, SqliteStore):
+        from trawl.stores.sqlite import bulk
         from trawl.stores.sqlite import kinds as sqlite_kinds
 
-        return store.on_writer(lambda: sqlite_kinds.drop_staged(store.connection, kinds))
+        dropped = store.on_writer(lambda: sqlite_kinds.drop_staged(store.connection, kinds))
+        gone = bulk.remove_leftovers(store.path) if store.path != ":memory:" else []
+        return dropped + [os.path.basename(path) for path in gone]
     postgres = _postgres_store_class()
     if postgres is not None and isinstance(store, postgres):
         from trawl.stores.postgresql import connection

@@ -27,7 +27,10 @@ wait for the commit on the table's lock and then see the new snapshot whole);
 a listed kind with no ``_next`` table had no rows in the snapshot, and its live
 table is emptied. A load drops every staged table of the kinds it switches
 before its first batch (:func:`drop_staged`): rows of a load that did not end
-never reach a later snapshot.
+never reach a later snapshot. One load at a time: a load holds a session-level
+advisory lock (:data:`LOAD_LOCK`, :func:`try_load_lock`) from its start to its
+end and records itself in ``trawl_loads``; the server lets the lock go when the
+session ends, so a crashed load's record, found by the next load, names it.
 """
 
 from __future__ import annotations
@@ -203,6 +206,56 @@ def drop_staged(con: psycopg.Connection, kinds: tuple[str, ...], lock: int) -> l
                 con.execute(f"DROP TABLE {table}")
                 there.append(table)
     return there
+
+
+#: The session-level advisory lock a snapshot load holds from its start to its end: one load at a
+#: time per database (``"trawl" + 2``; :data:`~.schema.SCHEMA_LOCK` is ``+ 1``).
+LOAD_LOCK = 0x7472_6177_6C02
+#: Who holds (or last held, and never let go of) a load's lock: ``name``, ``owner`` (JSON text:
+#: the loading process's pid, host and start, and its session's ``backend``).
+LOADS_TABLE = "trawl_loads"
+
+
+def try_load_lock(
+    con: psycopg.Connection, name: str, owner: dict[str, Any], schema_lock: int, lock: int = LOAD_LOCK
+) -> tuple[bool, dict[str, Any] | None]:
+    """Take the load lock on ``con``'s session (autocommit), never waiting.
+
+    Taken: ``(True, previous)``, ``owner`` recorded (with this session's ``backend``) and
+    ``previous`` the owner recorded by a load that held the lock and never let it go (its
+    session ended: a crash, ``kill -9``), else None. Held by another session:
+    ``(False, its owner)`` (None when it has not recorded itself yet).
+    """
+    import orjson
+
+    got = bool(con.execute("SELECT pg_try_advisory_lock(%s)", (lock,)).fetchone()[0])  # type: ignore[index]
+    with con.transaction():
+        con.execute("SELECT pg_advisory_xact_lock(%s)", (schema_lock,))
+        con.execute(f"CREATE TABLE IF NOT EXISTS {LOADS_TABLE} (name text PRIMARY KEY, owner text NOT NULL)")
+    row = con.execute(f"SELECT owner FROM {LOADS_TABLE} WHERE name = %s", (name,)).fetchone()
+    recorded = orjson.loads(row[0]) if row else None
+    if not got:
+        holder = con.execute(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1"
+            " AND classid::bigint = %s AND objid::bigint = %s"
+            " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            (lock >> 32, lock & 0xFFFFFFFF),
+        ).fetchone()
+        current = recorded is not None and holder is not None and recorded.get("backend") == holder[0]
+        return False, recorded if current else None
+    mine = {**owner, "backend": con.info.backend_pid}
+    con.execute(
+        f"INSERT INTO {LOADS_TABLE} (name, owner) VALUES (%s, %s)"
+        " ON CONFLICT (name) DO UPDATE SET owner = excluded.owner",
+        (name, orjson.dumps(mine).decode()),
+    )
+    return True, recorded
+
+
+def release_load_lock(con: psycopg.Connection, name: str, lock: int = LOAD_LOCK) -> None:
+    """The load ended: its record goes (a record left means a load that did not end), then the lock."""
+    con.execute(f"DELETE FROM {LOADS_TABLE} WHERE name = %s", (name,))
+    con.execute("SELECT pg_advisory_unlock(%s)", (lock,))
 
 
 def switch(con: psycopg.Connection, kind: str) -> None:
