@@ -291,6 +291,24 @@ def test_a_dump_without_a_core_table_is_refused_and_no_stale_staged_row_switches
     assert staging_tables(db) == []
 
 
+def test_a_resumed_load_writes_again_the_batches_whose_staged_rows_it_dropped(workdir: Path) -> None:
+    """``JOBDIR``: the rerun goes on under the stopped run, whose page ledger holds the pages it
+    staged. It empties the staging tables as every load does, so it forgets those pages too:
+    taken for stored, they were skipped, and the snapshot lacked their rows."""
+    db, jobdir = workdir / "x.db", workdir / "job"
+    with FakeCratesDumpServer(dump_of(SECOND, versions=20_000)) as server:
+        with trawl(workdir, server.dump_url, JOBDIR=jobdir) as run:
+            run.wait_until(lambda: staged(db) >= 3000)
+            run.send(signal.SIGINT)
+            code, _ = run.finish(timeout=PROMPT * 3)
+        assert code == 1, run.stderr[-3000:]
+        resumed = crawl(workdir, server.dump_url, JOBDIR=jobdir)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming run" in resumed.stderr
+    assert query(db, "SELECT count(*), min(id), max(id) FROM version_records") == [(20_000, 1000, 20_999)]
+    assert snapshots(db) == [SECOND]
+
+
 # --- two loads at once, a crashed load ------------------------------------------------------------
 
 

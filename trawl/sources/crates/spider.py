@@ -243,7 +243,7 @@ class CratesSpider(Source):
                 previous.named(),
             )
         try:
-            emptied = await maybe_deferred_to_future(threads.deferToThread(empty_staging, store))
+            emptied = await maybe_deferred_to_future(threads.deferToThread(empty_staging, store, self.name))
         except Exception as exc:  # noqa: BLE001 - the store's own errors, said in one line
             self.record_error("store", "cannot empty the staging tables of the dump: %s", _one_line(exc))
             return False

@@ -17,25 +17,38 @@ tables are dropped.
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
 
 from trawl.sources.crates.records import DumpSnapshotBatch
+from trawl.sources.crates.tables import TABLES
+
+#: The page key of a staged batch (:attr:`.dump.DumpBatch.page`): ``<snapshot>/<table>#<n>``.
+STAGED_PAGE = re.compile(rf"[^/]+/(?:{'|'.join(TABLES)})#\d+")
 
 
-def empty_staging(store: Any) -> list[str]:
+def is_staged_page(page: str) -> bool:
+    return STAGED_PAGE.fullmatch(page) is not None
+
+
+def empty_staging(store: Any, source: str) -> list[str]:
     """Drop the staged tables of the dump's kinds in ``store``; the names of those that were there
-    (and of the scratch files removed).
+    (and of the scratch files removed). The pages of the staged batches this run stored before
+    (a resumed run: ``JOBDIR``) are forgotten with them: their rows are written again.
 
     Blocking: called off the reactor (``deferToThread``). Raises the store's error.
     """
     kinds = tuple(DumpSnapshotBatch.SWITCHES)
+    run = int(getattr(store, "run", 0) or 0)
     from trawl.stores.sqlite.store import SqliteStore
 
     if isinstance(store, SqliteStore):
         from trawl.stores.sqlite import bulk
         from trawl.stores.sqlite import kinds as sqlite_kinds
 
-        dropped = store.on_writer(lambda: sqlite_kinds.drop_staged(store.connection, kinds))
+        dropped = store.on_writer(
+            lambda: sqlite_kinds.drop_staged(store.connection, kinds, run, source, is_staged_page)
+        )
         gone = bulk.remove_leftovers(store.path) if store.path != ":memory:" else []
         return dropped + [os.path.basename(path) for path in gone]
     postgres = _postgres_store_class()
@@ -45,7 +58,7 @@ def empty_staging(store: Any) -> list[str]:
         from trawl.stores.postgresql.schema import SCHEMA_LOCK
 
         with connection.connect(store.uri, store.timeout, autocommit=True) as con:
-            return pg_kinds.drop_staged(con, kinds, SCHEMA_LOCK)
+            return pg_kinds.drop_staged(con, kinds, SCHEMA_LOCK, run, source, is_staged_page)
     return []
 
 

@@ -36,6 +36,7 @@ session ends, so a crashed load's record, found by the next load, names it.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -193,10 +194,21 @@ class KindTable:
         return merged.drop("previous_run"), int(merged.get_column("new").sum())
 
 
-def drop_staged(con: psycopg.Connection, kinds: tuple[str, ...], lock: int) -> list[str]:
+def drop_staged(
+    con: psycopg.Connection,
+    kinds: tuple[str, ...],
+    lock: int,
+    run: int = 0,
+    source: str = "",
+    staged_page: Callable[[str], bool] | None = None,
+) -> list[str]:
     """The staged tables of ``kinds`` dropped, in a transaction of their own under the schema lock:
     a snapshot load starts from nothing, whatever an earlier load left (one that failed, was stopped
-    or killed: a table the new dump lacks must not switch in its rows). The tables that were there."""
+    or killed: a table the new dump lacks must not switch in its rows). The tables that were there.
+
+    ``staged_page``: the pages of ``source`` in the ledger that ``run`` stored as staged batches
+    are forgotten in the same transaction, so that a resumed run (``JOBDIR``) writes their rows
+    again instead of taking the dropped rows for stored."""
     there: list[str] = []
     with con.transaction():
         con.execute("SELECT pg_advisory_xact_lock(%s)", (lock,))
@@ -205,6 +217,14 @@ def drop_staged(con: psycopg.Connection, kinds: tuple[str, ...], lock: int) -> l
             if exists(con, table):
                 con.execute(f"DROP TABLE {table}")
                 there.append(table)
+        if staged_page is not None and run:
+            known = con.execute("SELECT page FROM pages WHERE run = %s AND source = %s", (run, source))
+            pages = [page for (page,) in known.fetchall() if staged_page(page)]
+            if pages:
+                con.execute(
+                    "DELETE FROM pages WHERE run = %s AND source = %s AND page = ANY(%s)",
+                    (run, source, pages),
+                )
     return there
 
 

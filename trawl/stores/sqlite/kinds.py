@@ -26,6 +26,7 @@ load that did not end never reach a later snapshot.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from typing import Any
 
 import polars as pl
@@ -205,17 +206,35 @@ def _exists(con: sqlite3.Connection, table: str) -> bool:
     return found.fetchone() is not None
 
 
-def drop_staged(con: sqlite3.Connection, kinds: tuple[str, ...]) -> list[str]:
+def drop_staged(
+    con: sqlite3.Connection,
+    kinds: tuple[str, ...],
+    run: int = 0,
+    source: str = "",
+    staged_page: Callable[[str], bool] | None = None,
+) -> list[str]:
     """The staged tables of ``kinds`` dropped, in one transaction of their own: a snapshot load
     starts from nothing, whatever an earlier load left (one that failed, was stopped or killed:
-    a table the new dump lacks must not switch in its rows). The tables that were there."""
+    a table the new dump lacks must not switch in its rows). The tables that were there.
+
+    ``staged_page``: the pages of ``source`` in the ledger that ``run`` stored as staged batches
+    are forgotten in the same transaction, so that a resumed run (``JOBDIR``) writes their rows
+    again instead of taking the dropped rows for stored."""
     there = [f"{kind}_records_next" for kind in kinds if _exists(con, f"{kind}_records_next")]
-    if not there:
+    pages: list[str] = []
+    if staged_page is not None and run:
+        known = con.execute("SELECT page FROM main.pages WHERE run = ? AND source = ?", (run, source))
+        pages = [page for (page,) in known if staged_page(page)]
+    if not there and not pages:
         return []
     con.execute("BEGIN IMMEDIATE")
     try:
         for table in there:
             con.execute(f"DROP TABLE IF EXISTS main.{table}")
+        con.executemany(
+            "DELETE FROM main.pages WHERE run = ? AND source = ? AND page = ?",
+            [(run, source, p) for p in pages],
+        )
         con.execute("COMMIT")
     except BaseException:
         if con.in_transaction:
