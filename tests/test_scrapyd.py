@@ -127,6 +127,9 @@ def store_line(log: str) -> str:
 def test_a_job_and_a_hand_run_share_the_default_store(
     scrapyd: ScrapydServer, data_home: Path, tmp_path: Path
 ) -> None:
+    default = data_home / "trawl" / "trawl.db"
+    for leftover in default.parent.glob("trawl.db*"):  # another test's job may have used it first
+        leftover.unlink()
     wayback_urls = urls("example.com", 25)
     with cdx(wayback_urls, lines_per_page=4) as wayback:
         job = scrapyd.schedule(
@@ -134,7 +137,6 @@ def test_a_job_and_a_hand_run_share_the_default_store(
         )
         scrapyd.wait_finished(job, timeout=120)
     log = scrapyd.job_log(job)
-    default = data_home / "trawl" / "trawl.db"
     assert store_line(log) == f"store: sqlite:///{default}", log[-3000:]
     assert f"scrapyd job: {job}" in log
     assert set(stored(default)) == set(wayback_urls)
