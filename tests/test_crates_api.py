@@ -13,6 +13,7 @@ import sqlite3
 from pathlib import Path
 
 from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.helpers.crates_tables import DEPENDENCY_COLUMNS, VERSION_COLUMNS
 from tests.servers.crates_api import FakeCrate, FakeCratesApi, FakeVersion
 from tests.servers.crates_dump import FakeCratesDumpServer, make_dump
 from trawl.sources.crates.apirecords import stand_in_id
@@ -214,7 +215,12 @@ def load_dump(workdir: Path, api: FakeCratesApi, stamp: dict[str, str] | None = 
          "updated_at": stamp.get(c.name, c.updated_at)[:-1].replace("T", " "), "description": "from the dump"}
         for c in api.crates.values()
     ]  # fmt: skip
-    dump = make_dump({"crates": (["id", "name", "created_at", "updated_at", "description"], table)})
+    # The core tables a dump must hold; the versions and dependencies are the API's here.
+    dump = make_dump({
+        "crates": (["id", "name", "created_at", "updated_at", "description"], table),
+        "versions": (VERSION_COLUMNS, []),
+        "dependencies": (DEPENDENCY_COLUMNS, []),
+    })  # fmt: skip
     with FakeCratesDumpServer(dump) as server:
         result = run_scrapy(
             workdir,
