@@ -18,7 +18,7 @@ import pytest
 from trawl.errors import StoreError
 from trawl.records.kinds import staged
 from trawl.sources.crates.records import CrateBatch, VersionBatch
-from trawl.stores.sqlite.bulk import BulkStage, available
+from trawl.stores.sqlite.bulk import BulkStage, available, scratch_path
 from trawl.stores.sqlite.kinds import KindTable
 
 VERSIONS = pl.DataFrame(
@@ -84,11 +84,11 @@ def test_the_bulk_path_stores_what_binding_row_by_row_stores(tmp_path: Path) -> 
     assert in_bulk == one_by_one
     assert in_bulk["crate_records_next"][0][:2] == (1, "a") and 5 in in_bulk["crate_records_next"][0]
     assert len(in_bulk["version_records_next"]) == 4
-    assert not (tmp_path / "a.db-load").exists()  # the scratch file goes with the stage
+    assert list(tmp_path.glob("a.db-load*")) == []  # the scratch file goes with the stage
 
 
 def test_a_scratch_file_that_cannot_be_written_is_one_store_error(tmp_path: Path) -> None:
-    (tmp_path / "a.db-load").mkdir()  # a folder where the scratch file goes: it cannot be made
+    Path(scratch_path(str(tmp_path / "a.db"))).mkdir()  # a folder where the scratch file goes
     con = sqlite3.connect(tmp_path / "a.db", isolation_level=None)
     stage = BulkStage(str(tmp_path / "a.db"))
     with pytest.raises(StoreError) as failure:
