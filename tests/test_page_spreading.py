@@ -29,9 +29,9 @@ import redis
 import scrapy
 from scrapy.utils.request import fingerprint
 
+from tests.helpers.workers import COMMON, TRAWL, WorkerProcess, stored
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.redis_server import RedisServer
-from tests.test_queue_workers import COMMON, TRAWL, WorkerProcess, stored
 from trawl.distributed.queue import WorkQueue
 from trawl.distributed.spread import RunRequests, UnserializableRequest
 from trawl.errors import TrawlUsageError
