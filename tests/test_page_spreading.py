@@ -17,7 +17,6 @@ from __future__ import annotations
 import re
 import signal
 import sqlite3
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ import redis
 import scrapy
 from scrapy.utils.request import fingerprint
 
+from tests.helpers import processes
 from tests.helpers.workers import COMMON, TRAWL, WorkerProcess, stored
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.redis_server import RedisServer
@@ -179,7 +179,7 @@ def spread_workers(
         command = [*TRAWL, "enqueue", "example.com", "-a", "sources=wayback", "-a", "filters=false",
                    "-s", f"WAYBACK_BASE_URL={server.base_url}", "-s", f"TRAWL_REDIS_URL={redis_url}",
                    ]  # fmt: skip
-        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        done = processes.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-2000:]
         if first is not None:
             first(workers)
@@ -362,7 +362,7 @@ def test_common_crawls_pages_are_spread_over_workers(tmp_path: Path, redis_serve
             command = [*TRAWL, "enqueue", "example.com", "-a", "sources=commoncrawl", "-a", "filters=false",
                        "-a", "cc_indexes=0", "-s", f"COMMONCRAWL_BASE_URL={server.base_url}",
                        "-s", f"TRAWL_REDIS_URL={redis_server.url}"]  # fmt: skip
-            done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+            done = processes.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, done.stderr[-2000:]
             queue = WorkQueue(redis.Redis.from_url(redis_server.url))
             wait_until(lambda: sum(w.count(r" done in ") for w in workers) >= 1 and queue.idle(), workers)
