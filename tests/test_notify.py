@@ -231,9 +231,9 @@ def test_a_slow_receiver_delays_the_end_by_the_timeout_at_most(workdir: Path) ->
     [line] = warnings(result)
     assert f"notify: webhook (127.0.0.1:{slow.base_url.rsplit(':', 1)[1]}) did not answer within 1 s" in line
     assert len(fast.requests) == 1  # sent at the same time, not after the slow one
-    # From the post to the end of the process: the timeout and the interpreter's exit, far below the
-    # receiver's 60 s (the margin is wide: a loaded CI machine took over 3 s to exit once).
-    assert ended - slow.arrivals[0] < 1 + 20
+    # From the post to the end of the process: the timeout and Python's exit steps, far below the
+    # receiver's 60 s; not the interpreter's teardown, over 2 s when loaded (trawl.run.exiting).
+    assert ended - slow.arrivals[0] < 1 + 3
 
 
 def test_a_plugin_that_raises_is_one_warning(workdir: Path) -> None:
