@@ -16,37 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
-from tests.servers.ia_cdx import FakeCdxServer, make_capture
+from tests.conftest import CrawlResult
+from tests.helpers.notify import URLS, crawl, warnings, wayback
 from tests.servers.otx import FakeOtxServer, OtxUrl
 from tests.servers.receiver import FakeReceiver
 from trawl.notify.messages import message_text
 from trawl.run.summary import RunSummary, SourceCounts
 
-URLS = ["https://example.com/a", "https://example.com/b", "https://sub.example.com/c"]
 SLACK_SECRET = "SLACKSECRETxq7Zk2pWm9"
 DISCORD_SECRET = "DiscordTokenAbc123xyz789"
 TELEGRAM_TOKEN = "123456789:TelegramSecretQwErTy"
 HOOK_TOKEN = "hooktoken-5f1e9a"
 SECRETS = (SLACK_SECRET, DISCORD_SECRET, TELEGRAM_TOKEN, TELEGRAM_TOKEN.split(":")[1], HOOK_TOKEN)
-
-
-def wayback(urls: list[str] = URLS) -> FakeCdxServer:
-    return FakeCdxServer([make_capture(u, "20200101000000") for u in urls], lines_per_page=2)
-
-
-def crawl(
-    workdir: Path, server: FakeCdxServer | None, *extra: str, source: str = "wayback", **settings: object
-) -> CrawlResult:
-    values: dict[str, object] = {
-        "WAYBACK_BASE_URL": server.base_url if server else "http://127.0.0.1:9",
-        "PROGRESS_INTERVAL": 0,
-        "RETRY_TIMES": 0,
-        **settings,
-    }
-    result = run_scrapy(workdir, *crawl_args(source, "example.com", values, "-a", "filters=false", *extra))
-    assert_no_traceback(result)
-    return result
 
 
 def receivers(recv: FakeReceiver) -> str:
@@ -203,10 +184,6 @@ def test_zero_new_urls_text_says_so(workdir: Path) -> None:
     assert recv.bodies() == [
         {"text": "trawl: example.com: complete, 0 new URLs\nwayback: complete, 3 URLs, 0 new, 0 errors"}
     ]
-
-
-def warnings(result: CrawlResult) -> list[str]:
-    return [line for line in result.stderr.splitlines() if "WARNING" in line and "notify" in line]
 
 
 def test_a_receiver_that_is_down_is_one_warning(workdir: Path) -> None:

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.notify import crawl, warnings, wayback
 from tests.servers.receiver import FakeReceiver, basic_auth
-from tests.test_notify import crawl, warnings, wayback
 
 TOKEN = "hooktoken-9c4d2e"
 LANDING_TOKEN = "landingtoken-77aa31"
