@@ -13,7 +13,7 @@ under ``workdir``, a short ``poll_interval`` so that a scheduled job starts at o
 runs the virtualenv's ``scrapyd`` script there, and is ready once ``daemonstatus.json``
 answers. Nothing sleeps for a fixed time: every wait polls, with a deadline.
 
-``deploy`` copies the project (without ``.venv``, ``.git``, build output and stores) into
+``deploy`` copies the project (without virtualenvs, ``.git``, build output and stores) into
 ``workdir`` and runs ``scrapyd-deploy`` there against a ``[deploy:scrapyd-test]`` target
 given through ``$XDG_CONFIG_HOME/scrapy.cfg`` (scrapyd-client merges it with the
 project's own ``[deploy]`` section): the project's ``scrapy.cfg`` is used as committed,
@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-from urllib.error import URLError
+from urllib.error import HTTPError, URLError
 from urllib.parse import urlencode
 from urllib.request import urlopen
 
@@ -40,7 +40,7 @@ PROJECT = "trawl"
 TARGET = "scrapyd-test"
 _BIN = Path(sys.executable).parent
 _COPY_IGNORE = shutil.ignore_patterns(
-    ".venv", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache",
+    ".venv*", ".git", "build", "dist", "*.egg-info", "__pycache__", ".pytest_cache", ".ruff_cache",
     "*.db", "*.db-wal", "*.db-shm", "*.egg", ".scrapy",
 )  # fmt: skip
 
@@ -237,17 +237,47 @@ class ScrapydServer:
     def jobs(self) -> dict[str, list[dict[str, Any]]]:
         return self._get("listjobs.json", project=PROJECT)
 
-    def wait_finished(self, jobid: str, timeout: float = 120.0) -> dict[str, Any]:
-        """Poll ``listjobs.json`` until the job is finished; its entry there."""
+    def cancel(self, jobid: str) -> str | None:
+        """``cancel.json``: a pending job leaves the queue, a running one gets SIGINT; its previous state."""
+        return self._post("cancel.json", [("project", PROJECT), ("job", jobid)])["prevstate"]
+
+    def wait_idle(self, timeout: float = 60.0) -> None:
+        """Cancel every pending and running job and poll until none is left.
+
+        Each job is cancelled once, and again every 5 s while it runs (Scrapy stops at once on
+        a second SIGINT); a job that ends while it is being cancelled is not an error.
+        """
+        cancelled: dict[str, float] = {}
+        deadline = time.monotonic() + timeout
+        while (jobs := self.jobs())["pending"] or jobs["running"]:
+            for job in jobs["pending"] + jobs["running"]:
+                if time.monotonic() - cancelled.get(job["id"], float("-inf")) >= 5:
+                    cancelled[job["id"]] = time.monotonic()
+                    try:
+                        self.cancel(job["id"])
+                    except (HTTPError, ScrapydError):  # it ended meanwhile: scrapyd could not signal it
+                        pass
+            if time.monotonic() > deadline:
+                raise ScrapydError(f"jobs still pending or running {timeout} s after cancel.json: {jobs}")
+            time.sleep(0.05)
+
+    def wait_started(self, jobid: str, timeout: float = 120.0) -> dict[str, Any]:
+        """Poll ``listjobs.json`` until the job is running or finished; its entry there (``start_time``)."""
+        return self.wait_finished(jobid, timeout, states=("running", "finished"))
+
+    def wait_finished(
+        self, jobid: str, timeout: float = 120.0, states: tuple[str, ...] = ("finished",)
+    ) -> dict[str, Any]:
+        """Poll ``listjobs.json`` until the job is finished (or in one of ``states``); its entry there."""
         deadline = time.monotonic() + timeout
         while True:
             jobs = self.jobs()
-            for job in jobs["finished"]:
+            for job in (job for state in states for job in jobs[state]):
                 if job["id"] == jobid:
                     return job
             if time.monotonic() > deadline:
-                states = [s for s in ("pending", "running") if any(j["id"] == jobid for j in jobs[s])]
-                state = states[0] if states else "unknown to scrapyd"
+                now_in = [s for s in ("pending", "running") if any(j["id"] == jobid for j in jobs[s])]
+                state = now_in[0] if now_in else "unknown to scrapyd"
                 tail = self._log_path(jobid)
                 log = tail.read_text(errors="replace")[-3000:] if tail.exists() else "(no job log)"
                 raise ScrapydError(f"job {jobid} still {state} after {timeout} s; its log ends:\n{log}")

@@ -101,7 +101,12 @@ class AddSchedule(_ScheduleResource):
             raise _refuse(f"project {project!r} not found")
         if version and self.root.eggstorage.get(project, version) == (None, None):
             raise _refuse(f"version {version!r} not found")
-        if spider not in spider_list.get(project, version, runner=self.root.runner):
+        # Spiders of the version a job would run (scrapyd's runner takes the latest when none is
+        # pinned), under that version's name: the list addversion.json computed and cached on
+        # deploy is used, where asking for "no version" ran ``scrapy list`` again, seconds during
+        # which scrapyd's reactor, the schedule timer with it, waits.
+        runs = version or next(reversed(self.root.eggstorage.list(project)), None)
+        if spider not in spider_list.get(project, runs, runner=self.root.runner):
             raise _refuse(f"spider {spider!r} not found")
 
         # What is left of the request is spider arguments, as in schedule.json.
