@@ -15,7 +15,9 @@
 Each batch reads the polars frame column-wise into one contribution per URL,
 writes them, then puts the merged provenance, ``new`` and ``repeat`` back on
 the frame as whole columns. ``repeat`` comes free with the merge: a URL this
-run wrote before is a 409 whose stored ``last_run`` is this run.
+run wrote before is a 409 whose stored count for the batch's source names this
+run (the SQL stores' rule; the stored ``last_run`` may be another source's run,
+written in between by ``crawl all``).
 """
 
 from __future__ import annotations

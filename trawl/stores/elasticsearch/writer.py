@@ -198,7 +198,10 @@ class BatchWrite:
                             self.new[i], self.merged[i] = sent[0], sent[1]
                             continue
                         stored = UrlDocument.from_doc(found["_source"])
-                        self.repeat[i] = self.repeat[i] or stored.last_run == self.run
+                        # This run wrote it before: its source's count names this run (the URL's
+                        # ``last_run`` may be another source's, written in between: ``crawl all``).
+                        wrote = stored.provenance.counts.get(self.source, [None])[0] == self.run
+                        self.repeat[i] = self.repeat[i] or wrote
                         record = stored.merge(self.items[i], self.source, self.run)
                         action = {
                             "index": {
