@@ -9,23 +9,30 @@ printed, the requests the site logged.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
+import html
 import json
+import random
+import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import mmh3
 import pytest
+from scrapy.http import HtmlResponse, Request
 from scrapy.settings import Settings
 
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import UrlBatch
+from trawl.sources.probe.answers import answer_row
 from trawl.sources.probe.fingerprint import bit_counts, hamming, simhash
 from trawl.sources.probe.patterns import patterns
+from trawl.sources.probe.soft404 import SOFT404_DISTANCE, Origin, verdict
 from trawl.stores.sqlite import SqliteStore
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
@@ -39,6 +46,8 @@ try:  # pywb ships a top-level ``tests`` package into site-packages that can sha
         HostProxy,
         TlsSite,
         Website,
+        not_found,
+        page,
     )
 except ImportError:
     from conftest import assert_no_traceback, run_scrapy  # type: ignore[no-redef]
@@ -51,6 +60,8 @@ except ImportError:
         HostProxy,
         TlsSite,
         Website,
+        not_found,
+        page,
     )
 
 W = "http://www.example.com"
@@ -309,3 +320,161 @@ def test_simhash_tells_near_duplicates() -> None:
     error_a, error_b = simhash(not_found("/x1").decode()), simhash(not_found("/admin/login.php").decode())
     other = simhash(page("Products", "Our catalogue of widgets, gadgets and gizmos for every need.").decode())
     assert hamming(error_a, error_b) <= 12 < hamming(error_a, other)
+
+
+# --- soft-404 pages that echo what they were asked ------------------------------------------
+
+#: Words of the random paths: many are the error pages' own words ("the", "page", "not", "found").
+PATH_WORDS = (
+    "the page does not exist sorry try search box go back home found here no article named "
+    "docs how to install thing on linux api v2 users admin login blog post 2024 report annual "
+    "new old item widget blue red a of and for with index caf\u00e9 men\u00fc stra\u00dfe \u65e5\u672c"
+).split()
+#: Hand-picked paths first: the test site's, one long path of many words, template words only.
+FIXED_PATHS = [
+    "/gone-page",
+    "/gone",
+    "/page",
+    "/docs/how-to-install-the-thing-on-linux",
+    "/the/page/does/not/exist",
+    "/caf%C3%A9/men%C3%BC%20du%20jour",
+    "/search?q=the+page&sort=new",
+]
+
+
+def echo_paths(count: int = 200, seed: int = 404) -> list[str]:
+    """``count`` paths: the fixed ones, then seeded random ones of 1 to 6 segments of 1 to 12 words."""
+    rng = random.Random(seed)
+    paths = list(FIXED_PATHS)
+    while len(paths) < count:
+        segments = []
+        for _ in range(rng.choice((1, 1, 2, 2, 3, 4, 6))):
+            words = [quote(w) for w in rng.choices(PATH_WORDS, k=rng.choice((1, 1, 2, 3, 5, 8, 12)))]
+            segments.append(rng.choice(("-", "-", "_", "%20", ".")).join(words))
+        path = "/" + "/".join(segments) + rng.choice(("", "", "/", ".html", ".php"))
+        if rng.random() < 0.2:
+            path += f"?id={rng.randrange(1000)}&sort=new"
+        paths.append(path)
+    return paths
+
+
+def _last_segment(url: str) -> str:
+    return unquote([s for s in urlsplit(url).path.split("/") if s][-1])
+
+
+def _error_page(title: str, text: str) -> bytes:
+    """A longer error page than the test site's: a menu, the text, a footer of links."""
+    menu = " ".join(f'<a href="/{w}">{w.title()}</a>' for w in ("news", "sport", "weather", "shop", "help"))
+    return (
+        f"<html><head><title>{html.escape(title)}</title><style>p {{ color: red }}</style></head><body>"
+        f"<header>{menu}</header><h1>{html.escape(title)}</h1><p>{html.escape(text)}</p>"
+        "<footer>Example Media Group. Terms of use, privacy policy, cookie settings. Follow us.</footer>"
+        "</body></html>"
+    ).encode()
+
+
+#: How a host's error page may echo the URL it was asked (each: the URL -> the page).
+ECHOES = {
+    "the test site's page (the path)": lambda url: not_found(urlsplit(url).path),
+    "the full URL": lambda url: _error_page(
+        "404 Not Found", f"The requested URL {url} was not found on this server."
+    ),
+    "the path and query": lambda url: page(
+        "Not found", f"Nothing at {urlsplit(url).path}?{urlsplit(url).query}, sorry. Go back home."
+    ),
+    "the decoded path, twice": lambda url: _error_page(
+        f"Error: {unquote(urlsplit(url).path)}",
+        f"We looked everywhere for {unquote(urlsplit(url).path)} but found nothing.",
+    ),
+    "the last segment": lambda url: _error_page(
+        f"{_last_segment(url)} - Wiki",
+        f'There is no article named "{_last_segment(url)}" yet. Search for it, or start it.',
+    ),
+    "the last segment's words": lambda url: page(
+        "Page not found",
+        f"Did you mean {re.sub(r'[-_.]', ' ', _last_segment(url))}? Try the search box or go back home.",
+    ),
+}
+#: Real pages of one host: its own texts (some quote their own path), never its error page.
+REAL_TEXTS = (
+    "Our catalogue of widgets, gadgets and gizmos for every need, shipped within two days.",
+    "Release notes: version 2.4 fixes the login loop and adds dark mode to the dashboard.",
+    "Meet the team that builds the thing: twelve engineers, two designers and a very patient manager.",
+    "Install the package with pip, then run the setup command and follow the prompts on screen.",
+)
+
+
+def _answer(url: str, body: bytes) -> HtmlResponse:
+    return HtmlResponse(
+        url, body=body, encoding="utf-8", request=Request(url), headers={"Content-Type": "text/html"}
+    )
+
+
+def _echo_cases() -> Iterator[tuple[str, str, str, str]]:
+    """(echo, origin, its random path's URL, the URL asked): a fresh origin and random path for each."""
+    rng = random.Random(1404)
+    for echo in ECHOES:
+        for i, path in enumerate(echo_paths()):
+            origin = f"http://h{i}.example.com"
+            yield echo, origin, f"{origin}/{rng.getrandbits(96):024x}", origin + path
+
+
+#: Given an origin, its random path's URL and the host's error page: is this answer that page?
+Judge = Callable[[str, str, Callable[[str], bytes]], Callable[[HtmlResponse], bool]]
+
+
+def assert_echoing_error_pages_are_told(judge: Judge) -> None:
+    """Each echoing error page, for 200 seeded paths of 1 to 40 words: its host's soft-404 page;
+    each real page of the same host, in the same template, some quoting their own path: not."""
+    missed, wrong = [], []
+    for echo, origin, random_url, url in _echo_cases():
+        make = ECHOES[echo]
+        is_error_page = judge(origin, random_url, make)
+        if not is_error_page(_answer(url, make(url))):
+            missed.append((echo, url))
+        text = REAL_TEXTS[len(url) % len(REAL_TEXTS)]
+        for real in (page(_last_segment(url), text), page("Docs", f"{text} Source: {urlsplit(url).path}")):
+            if is_error_page(_answer(url, real)):
+                wrong.append((echo, url))
+    total = len(ECHOES) * len(echo_paths())
+    assert not missed, f"{len(missed)} of {total} echoing error pages not recognised, e.g. {missed[:5]}"
+    assert not wrong, f"{len(wrong)} of {2 * total} real pages taken for the error page, e.g. {wrong[:5]}"
+
+
+def test_error_pages_that_echo_the_path_are_the_hosts_soft_404() -> None:
+    """The probe's rule (soft404.verdict on answer_row's hashes, as ProbeSpider applies it)."""
+
+    def probe_judge(
+        origin: str, random_url: str, make: Callable[[str], bytes]
+    ) -> Callable[[HtmlResponse], bool]:
+        baseline = answer_row(_answer(random_url, make(random_url)))[1]
+        known = Origin(
+            baseline_status=200, baseline_simhashes=baseline, baseline_done=True, favicon_done=True
+        )
+
+        def is_error_page(response: HtmlResponse) -> bool:
+            row, hashed = answer_row(response)
+            return verdict(row, known, hashed, SOFT404_DISTANCE) == "soft-404"
+
+        return is_error_page
+
+    assert_echoing_error_pages_are_told(probe_judge)
+
+
+def test_the_live_crawls_trap_guard_knows_echoing_error_pages() -> None:
+    """The live crawl's guard (SoftHosts: it asks the origin a random path of its own, then judges pages)."""
+    from trawl.sources.live.guard import SoftHosts  # noqa: PLC0415
+
+    def guard_judge(
+        origin: str, _random_url: str, make: Callable[[str], bytes]
+    ) -> Callable[[HtmlResponse], bool]:
+        async def download_async(request: Request) -> HtmlResponse:
+            return _answer(request.url, make(request.url))
+
+        crawler = SimpleNamespace(engine=SimpleNamespace(download_async=download_async))
+        soft = SoftHosts(crawler, SOFT404_DISTANCE, {})
+        known = asyncio.run(soft.origin(origin))
+        assert known.answers_everything and len(soft.origins) == 1
+        return lambda response: soft.is_soft404(known, response)
+
+    assert_echoing_error_pages_are_told(guard_judge)

@@ -64,9 +64,7 @@ def page(title: str, text: str) -> bytes:
 
 
 def not_found(path: str) -> bytes:
-    # The path is not echoed: with it, the random path's words moved the simhash past the
-    # 12-bit threshold about 1 run in 2 (a known weakness of the detection, to fix in soft404.py).
-    text = "Sorry, this page does not exist. Try the search box or go back home."
+    text = f"Sorry, the page {path} does not exist. Try the search box or go back home."
     return page("Page not found", text)
 
 

@@ -50,7 +50,7 @@ from trawl.run.stopping import Abandoned
 from trawl.settings_checks import Setting, whole
 from trawl.sources.arguments import parse_int
 from trawl.sources.base import SourceSpider
-from trawl.sources.live.guard import PatternCap, SoftHosts, body_simhash
+from trawl.sources.live.guard import PatternCap, SoftHosts
 from trawl.sources.live.links import Link, html_links, page_kind, robots_links, script_links, sitemap_links
 from trawl.sources.live.records import LinkBatch, captures, now_iso
 from trawl.sources.live.report import Report
@@ -241,7 +241,7 @@ class LiveSpider(SourceSpider):
             if not isinstance(response, TextResponse):
                 return "page", []
             origin = await self.soft.origin(origin_of(url))
-            if self.soft.is_soft404(origin, response.status, body_simhash(response.body, response.encoding)):
+            if self.soft.is_soft404(origin, response):
                 return "soft-404", []
             return "page", html_links(response)
         if kind == "js":

@@ -17,7 +17,8 @@ from typing import Any
 
 from scrapy.http import Response, TextResponse
 
-from trawl.sources.probe.fingerprint import sha256_hex, simhash, simhash_hex, title_of
+from trawl.sources.probe.fingerprint import sha256_hex, simhash_hex, title_of, visible_words, words_simhash
+from trawl.sources.probe.soft404 import echo_free_simhashes
 
 #: request.meta key: the URL as selected from the store (the record's key), before redirects.
 PROBE_URL = "trawl_probe_url"
@@ -65,8 +66,18 @@ def certificate_fields(response: Response) -> dict[str, Any]:
         return {}
 
 
-def answer_row(response: Response) -> tuple[dict[str, Any], int | None]:
-    """The record of an answer, and its body's simhash (``None``: no text body was read)."""
+def asked_urls(response: Response) -> list[str]:
+    """The URLs an answer was asked as: each redirect's, then the final one (what a page may quote)."""
+    return [*(response.meta.get("redirect_urls") or []), response.url]
+
+
+def answer_row(response: Response, soft: bool = True) -> tuple[dict[str, Any], tuple[int, ...]]:
+    """The record of an answer, and its body's echo-free simhashes (:mod:`.soft404`).
+
+    Empty: no text body was read, or ``soft`` is false (the origin's random path
+    was not a success with this status, so the answer cannot be its soft-404 page).
+    The record's ``body_simhash`` is the page's own, echo and all.
+    """
     stopped = "download_stopped" in response.flags  # by transfer.BodyCap, at the headers or the cap
     body_read = not stopped or wants_body(_header(response, "Content-Type") or "")
     truncated = stopped and body_read
@@ -87,15 +98,19 @@ def answer_row(response: Response) -> tuple[dict[str, Any], int | None]:
         "truncated": truncated,
         **certificate_fields(response),
     }
-    hashed: int | None = None
+    soft_hashes: tuple[int, ...] = ()
     if body_read:
         row["body_sha256"] = sha256_hex(response.body)
         if isinstance(response, TextResponse):
             encoding = response.encoding
             row["title"] = title_of(response.body, encoding)
-            hashed = simhash(response.body.decode(encoding, errors="replace"))
+            text = response.body.decode(encoding, errors="replace")
+            words = visible_words(text)
+            hashed = words_simhash(words)
             row["body_simhash"] = simhash_hex(hashed)
-    return row, hashed
+            if soft:
+                soft_hashes = echo_free_simhashes(text, asked_urls(response), (words, hashed))
+    return row, soft_hashes
 
 
 def failure_row(url: str, error: str) -> dict[str, Any]:

@@ -43,14 +43,23 @@ def title_of(body: bytes, encoding: str) -> str | None:
     return " ".join(html.unescape(text).split())[:TITLE_CHARS]
 
 
+def visible_text(text: str) -> str:
+    """The text a reader sees: markup, scripts and styles dropped (entities left as they are)."""
+    return _TAG.sub(" ", _INVISIBLE.sub(" ", text))
+
+
 def visible_words(text: str) -> list[str]:
     """The words a reader sees: markup, scripts and styles dropped, lower-cased."""
-    return _WORD.findall(_TAG.sub(" ", _INVISIBLE.sub(" ", text)).lower())
+    return _WORD.findall(visible_text(text).lower())
 
 
 def simhash(text: str) -> int:
     """The 64-bit simhash of ``text``'s visible words (3-word shingles; fewer words: the words)."""
-    words = visible_words(text)
+    return words_simhash(visible_words(text))
+
+
+def words_simhash(words: list[str]) -> int:
+    """The 64-bit simhash of a list of words (:func:`simhash` without the reading)."""
     if len(words) >= SHINGLE:
         shingles = [" ".join(words[i : i + SHINGLE]) for i in range(len(words) - SHINGLE + 1)]
     else:

@@ -217,8 +217,13 @@ class ProbeSpider(Source):
     # --- answers -------------------------------------------------------------------------
 
     def parse_answer(self, response: Response) -> Iterator[ProbeBatch]:
-        row, simhash = answer_row(response)
-        yield from self._decide(response.meta[ORIGIN], row, simhash)
+        origin = self.origins[response.meta[ORIGIN]]
+        # The echo-free simhashes only where they can decide (most origins answer the random path 404).
+        soft = not origin.baseline_done or (
+            origin.answers_everything and response.status == origin.baseline_status
+        )
+        row, simhashes = answer_row(response, soft)
+        yield from self._decide(response.meta[ORIGIN], row, simhashes)
 
     def answer_failed(self, failure: Failure) -> Iterator[ProbeBatch]:
         if failure.check(Abandoned):
@@ -226,15 +231,15 @@ class ProbeSpider(Source):
         request = failure.request  # type: ignore[attr-defined]
         response = getattr(failure.value, "response", None)
         if failure.check(HttpError) and response is not None:
-            row, simhash = answer_row(response)  # a 3xx without a Location: an answer all the same
+            row, simhashes = answer_row(response)  # a 3xx without a Location: an answer all the same
         else:
-            row, simhash = failure_row(request.meta[PROBE_URL], _failure_text(failure)), None
-        yield from self._decide(request.meta[ORIGIN], row, simhash)
+            row, simhashes = failure_row(request.meta[PROBE_URL], _failure_text(failure)), ()
+        yield from self._decide(request.meta[ORIGIN], row, simhashes)
 
     def parse_baseline(self, response: Response) -> Iterator[ProbeBatch]:
         origin = self.origins[response.meta[ORIGIN]]
         origin.baseline_status = response.status
-        origin.baseline_simhash = answer_row(response)[1] if response.status < 400 else None
+        origin.baseline_simhashes = answer_row(response)[1] if response.status < 400 else ()
         origin.baseline_done = True
         yield from self._release(origin)
 
@@ -259,17 +264,17 @@ class ProbeSpider(Source):
 
     # --- verdicts ------------------------------------------------------------------------
 
-    def _decide(self, key: str, row: dict[str, Any], simhash: int | None) -> Iterator[ProbeBatch]:
+    def _decide(self, key: str, row: dict[str, Any], simhashes: tuple[int, ...]) -> Iterator[ProbeBatch]:
         origin = self.origins[key]
         if not origin.ready:
-            origin.pending.append((row, simhash))  # type: ignore[arg-type]
+            origin.pending.append((row, simhashes))  # type: ignore[arg-type]
             return
-        yield from self._emit([self._finish(origin, row, simhash)])
+        yield from self._emit([self._finish(origin, row, simhashes)])
 
     def _release(self, origin: Origin) -> Iterator[ProbeBatch]:
         if not origin.ready or not origin.pending:
             return
-        rows = [self._finish(origin, row, simhash) for row, simhash in origin.pending]  # type: ignore[misc]
+        rows = [self._finish(origin, row, hashes) for row, hashes in origin.pending]  # type: ignore[misc]
         origin.pending.clear()
         yield from self._emit(rows)
 
@@ -287,8 +292,8 @@ class ProbeSpider(Source):
             rows, self.buffer = self.buffer, []
             yield ledgered(ProbeBatch.from_rows(self.name, rows))
 
-    def _finish(self, origin: Origin, row: dict[str, Any], simhash: int | None) -> dict[str, Any]:
-        row["verdict"] = verdict(row, origin, simhash, self.distance)
+    def _finish(self, origin: Origin, row: dict[str, Any], simhashes: tuple[int, ...]) -> dict[str, Any]:
+        row["verdict"] = verdict(row, origin, simhashes, self.distance)
         row["live"] = row["verdict"] == "live"
         row["favicon_mmh3"] = origin.favicon
         row["host"] = (urlsplit(row["url"]).hostname or "").lower()
