@@ -19,12 +19,12 @@ import pytest
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import assert_no_traceback, run_scrapy
+    from tests.helpers.probe import seed
     from tests.servers.website import HostProxy, TlsSite, Website
-    from tests.test_probe import seed
 except ImportError:
     from conftest import assert_no_traceback, run_scrapy  # type: ignore[no-redef]
+    from helpers.probe import seed  # type: ignore[no-redef]
     from servers.website import HostProxy, TlsSite, Website  # type: ignore[no-redef]
-    from test_probe import seed  # type: ignore[no-redef]
 
 SHOP = "http://shop.example.com"
 #: A random path asked once per origin (the soft-404 check): 24 hex digits.
@@ -253,11 +253,11 @@ def test_three_workers_one_killed_crawl_the_same_pages_as_one_machine(tmp_path: 
     import redis
 
     try:
+        from tests.helpers.workers import COMMON, TRAWL, WorkerProcess
         from tests.servers.redis_server import RedisServer
-        from tests.test_queue_workers import COMMON, TRAWL, WorkerProcess
     except ImportError:
+        from helpers.workers import COMMON, TRAWL, WorkerProcess  # type: ignore[no-redef]
         from servers.redis_server import RedisServer  # type: ignore[no-redef]
-        from test_queue_workers import COMMON, TRAWL, WorkerProcess  # type: ignore[no-redef]
     from trawl.distributed.queue import WorkQueue
 
     with (

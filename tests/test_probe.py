@@ -25,18 +25,15 @@ from urllib.parse import quote, unquote, urlsplit
 import mmh3
 import pytest
 from scrapy.http import HtmlResponse, Request
-from scrapy.settings import Settings
 
-from trawl.pipeline.context import RunContext
-from trawl.records.batches import UrlBatch
 from trawl.sources.probe.answers import answer_row
 from trawl.sources.probe.fingerprint import bit_counts, hamming, simhash
 from trawl.sources.probe.patterns import patterns
 from trawl.sources.probe.soft404 import SOFT404_DISTANCE, Origin, verdict
-from trawl.stores.sqlite import SqliteStore
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import assert_no_traceback, run_scrapy
+    from tests.helpers.probe import seed
     from tests.servers.website import (
         FAVICON,
         SERVER,
@@ -51,6 +48,7 @@ try:  # pywb ships a top-level ``tests`` package into site-packages that can sha
     )
 except ImportError:
     from conftest import assert_no_traceback, run_scrapy  # type: ignore[no-redef]
+    from helpers.probe import seed  # type: ignore[no-redef]
     from servers.website import (  # type: ignore[no-redef]
         FAVICON,
         SERVER,
@@ -91,20 +89,6 @@ REPEATS = {f"{W}/item/2", f"{W}/item/3", f"{W}/search?q=b"}
 LIVE_WWW = ["/", "/admin/", "/big.bin", "/item/1", "/large.html", "/old", "/search?q=a", "/slow"]
 
 
-def seed(db: Path, urls: list[str]) -> None:
-    """URLs in a SQLite store, as a crawl of an archive would leave them."""
-    stats = SimpleNamespace(values={}, get_stats=dict, inc_value=lambda *a, **k: None)
-    crawler = SimpleNamespace(settings=Settings({}), stats=stats)
-    spider = SimpleNamespace(name="wayback")
-    context = RunContext(crawler=crawler, spider=spider, run_id="seed", plugins=None)  # type: ignore[arg-type]
-    store = SqliteStore(f"sqlite:///{db}", context)
-    store.open()
-    hosts = [urlsplit(u).hostname or "" for u in urls]
-    n = len(urls)
-    none: list[str | None] = [None] * n
-    batch = UrlBatch.from_columns("wayback", urls, hosts, none, none, [1] * n, ["200"] * n, [""] * n)
-    store.write_batch(batch)
-    store.close("finished")
 
 
 @pytest.fixture(scope="module")

@@ -23,12 +23,12 @@ import pytest
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import assert_no_traceback, run_scrapy
+    from tests.helpers.probe import seed
     from tests.servers.website import HostProxy, TlsSite, Website
-    from tests.test_probe import seed
 except ImportError:
     from conftest import assert_no_traceback, run_scrapy  # type: ignore[no-redef]
+    from helpers.probe import seed  # type: ignore[no-redef]
     from servers.website import HostProxy, TlsSite, Website  # type: ignore[no-redef]
-    from test_probe import seed  # type: ignore[no-redef]
 
 W = "http://www.example.com"
 URLS = [f"{W}/p/{i:03d}" for i in range(120)]
