@@ -9,6 +9,10 @@
    the SQLite store's measurements, issue 14);
 3. :func:`with_merged` (SQLite's): the batch's frame as stored, ``new`` and
    ``repeat`` set.
+
+:func:`read_back`: a batch whose ``COMMIT`` an outage cut, found committed
+after the reconnection (:mod:`.outage`), is not merged again; its frame is
+read back from ``urls`` instead.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from trawl.stores.sqlite.merge import with_merged
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["merge", "stage", "to_csv", "with_merged"]
+__all__ = ["merge", "read_back", "stage", "to_csv", "with_merged"]
 
 _SETS = ("sources", "statuses", "mimes")
 #: What :data:`MERGE` gives back for the URLs that were known, as polars reads it.
@@ -65,3 +69,28 @@ def merge(con: psycopg.Connection, params: dict[str, Any], size: int) -> tuple[i
     if text == "[]":
         return inserted, pl.DataFrame(schema=KNOWN_SCHEMA)
     return inserted, pl.read_json(io.BytesIO(text.encode()), schema=KNOWN_SCHEMA)
+
+
+#: The known URLs of a batch that committed, as :data:`MERGE` would have given them back (``previous_run``
+#: unknown: 0). Parameters: ``urls``, ``run``, ``now`` (the batch's time: ``added_at`` of what it inserted).
+READ_BACK = f"""
+SELECT coalesce(json_agg(json_build_object({", ".join(f"'{c}', {c}" for c in MERGED)}, 'previous_run', 0)),
+    '[]')::text
+FROM urls WHERE url = ANY(%(urls)s) AND NOT (first_run = %(run)s AND added_at = %(now)s)
+"""
+
+
+def read_back(con: psycopg.Connection, params: dict[str, Any], frame: pl.DataFrame) -> pl.DataFrame:
+    """The batch's frame as :func:`with_merged` gives it, for a batch that committed without the writer
+    hearing of it: read back from ``urls`` as stored now. ``new`` is exact (the rows this batch's time
+    inserted); whether a known URL was a ``repeat`` (this run wrote it before this batch) is not
+    recorded anywhere, and reads as not."""
+    urls = frame.get_column("url").to_list()
+    row = con.execute(READ_BACK, {"urls": urls, "run": params["run"], "now": params["now"]}).fetchone()
+    text = row[0] if row else "[]"
+    known = (
+        pl.DataFrame(schema=KNOWN_SCHEMA)
+        if text == "[]"
+        else pl.read_json(io.BytesIO(text.encode()), schema=KNOWN_SCHEMA)
+    )
+    return with_merged(frame, known, int(params["run"]))

@@ -24,6 +24,12 @@ copied into the session's staging table (:data:`STAGING`, ``COPY``):
   as a hash join over the whole table, the staging table having no
   statistics: 130 ms a batch at 50,000 URLs, growing with the store.)
 
+Each batch's transaction ends with a row in ``trawl_batches`` (:data:`RECORD_BATCH`): the
+writer and the batch's number. A connection lost while ``COMMIT`` was on its
+way leaves the batch's fate unknown to the writer; once reconnected, it reads
+the row (:data:`BATCH_COMMITTED`) and writes the batch again only if it is not
+there, so that an outage never merges a batch twice (:mod:`.outage`).
+
 ``fillfactor = 80`` leaves room in each page for the new version of a merged
 row, so that most merges are HOT updates that write no index entry.
 
@@ -84,6 +90,15 @@ CREATE TABLE IF NOT EXISTS pages (
     PRIMARY KEY (run, source, page)
 );
 COMMENT ON TABLE pages IS 'trawl: the resume ledger, the upstream pages each run stored (JOBDIR)';
+CREATE TABLE IF NOT EXISTS trawl_batches (
+    writer        text NOT NULL,
+    seq           bigint NOT NULL,
+    new           bigint NOT NULL,
+    stored_at     timestamptz NOT NULL,
+    PRIMARY KEY (writer, seq)
+);
+COMMENT ON TABLE trawl_batches IS 'trawl: the last batch each store''s writer committed, so that'
+    ' a batch whose COMMIT an outage cut is not merged twice';
 """
 
 #: What a batch brings, in the order it is copied.
@@ -145,6 +160,20 @@ SELECT count(*), count(*) FILTER (WHERE m.inserted),
         FILTER (WHERE NOT m.inserted), '[]')::text
 FROM merged AS m
 """
+
+#: The batch committed, in its own transaction (the last statement before ``COMMIT``): a batch whose
+#: ``COMMIT`` was sent when the connection was lost is found here after the reconnection, and not
+#: merged again (its ``captures`` would be summed twice). One row a writer: the earlier ones go.
+#: Parameters: ``writer`` (one store's, a UUID), ``seq`` (its batches' count), ``new``.
+RECORD_BATCH = (
+    "WITH earlier AS (DELETE FROM trawl_batches WHERE writer = %(writer)s AND seq < %(seq)s)"
+    " INSERT INTO trawl_batches (writer, seq, new, stored_at) VALUES (%(writer)s, %(seq)s, %(new)s, now())"
+)
+#: Whether (and with how many new records) a writer's batch committed.
+BATCH_COMMITTED = "SELECT new FROM trawl_batches WHERE writer = %(writer)s AND seq = %(seq)s"
+#: The rows of writers that ended without a word (a crash, ``kill -9``): a day is past any outage's
+#: wait (``POSTGRES_OUTAGE_MAX`` is an hour at most).
+FORGET_BATCHES = "DELETE FROM trawl_batches WHERE stored_at < now() - interval '1 day'"
 
 #: The batch's pages into the ledger; ``rowcount``: those this run had not stored before.
 CLAIM_PAGES = (
