@@ -27,6 +27,7 @@ alone.
 from __future__ import annotations
 
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -88,6 +89,17 @@ return 1
 """
 
 
+# KEYS: processing, pending, queued, deaths; ARGV: task JSON, the JSON it goes back as, its fingerprint,
+# its new id, its old id. Once: sent again after a lost answer, a task no longer held is not pushed twice.
+_REQUEUE = """
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then return 0 end
+redis.call('LPUSH', KEYS[2], ARGV[2])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[3], ARGV[3], ARGV[4]) end
+redis.call('HDEL', KEYS[4], ARGV[5])
+return 1
+"""
+
+
 def processing_key(worker: str) -> str:
     return f"{PREFIX}processing:{worker}"
 
@@ -123,6 +135,7 @@ class WorkQueue:
         self.heartbeat = heartbeat
         self._reap = client.register_script(_REAP)
         self._push = client.register_script(_PUSH)
+        self._requeue = client.register_script(_REQUEUE)
 
     # --- enqueue ---------------------------------------------------------------------------
 
@@ -197,6 +210,17 @@ class WorkQueue:
         pipe.lrem(processing_key(worker), 1, raw)
         pipe.lpush(PENDING, raw)
         pipe.execute()
+
+    def requeue(self, worker: str, raw: bytes) -> bytes:
+        """Hand a task back under a new id, first in line: its rerun is a new run, not the rest of this
+        one (a spread run whose owner's store gave up). Its dedup entry follows it. The JSON queued."""
+        data = orjson.loads(raw)
+        old = str(data.get("id") or "")
+        data["id"] = uuid.uuid4().hex
+        fresh = orjson.dumps(data)
+        keys = [processing_key(worker), PENDING, QUEUED, DEATHS]
+        self._requeue(keys=keys, args=[raw, fresh, str(data.get("fingerprint") or ""), data["id"], old])
+        return fresh
 
     def release_all(self, worker: str) -> int:
         """Everything this worker still holds back to the queue, and the worker gone from the registry."""

@@ -13,7 +13,11 @@ What decides a task's fate (:func:`verdict`) is what decided ``crawl all``'s
 exit status: complete (or an unnamed source skipped without its key) is done;
 partial, failed or blocked is dead-lettered; a task whose arguments or
 settings are refused never starts and is dead-lettered with the one line the
-command line would print.
+command line would print. One exception: a crawl whose store gave up waiting
+for its server (``POSTGRES_OUTAGE_MAX``, :mod:`trawl.stores.postgresql.outage`)
+is handed back to the queue, whatever its outcome: a store outage is neither
+the task's fault nor the upstream's, and the rerun, once the server is back,
+stores what this run could not.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from trawl.run.preflight import check_run
 from trawl.run.summary import build_summary, overall_outcome, run_finished
 from trawl.sources.arguments import parse_bool
 from trawl.sources.target import parse_target
+from trawl.stores.postgresql.outage import OUTAGE_STAT, wait_for_store
 from trawl.validation import apply_declared_defaults, validate_settings
 
 if TYPE_CHECKING:
@@ -72,6 +77,8 @@ class HeldTask:
     export_failed: bool = False
     #: ``owner`` or ``joiner`` of a spread run (:mod:`.spreadsched`); empty: not spread.
     spread: str = ""
+    #: Why its store gave up waiting for its server (the crawl's, or the checks' before it): handed back.
+    store_outage: str | None = None
 
     @property
     def what(self) -> str:
@@ -142,6 +149,7 @@ def preflight(held: HeldTask, loader: Any) -> None:
     apply_declared_defaults(settings)  # the components' own defaults, under anything set
     held.plugins = plugin_manager_from_settings(settings)
     check_all(loader, settings, held.arguments)
+    wait_for_store(settings)  # a restarting server is waited for (StoreOutage past the bound), not refused
     check_run(settings, held.plugins, exports=bool(settings.getdict("FEEDS")), redis_checked=True)
 
 
@@ -171,10 +179,28 @@ def _outcome(run: SourceRun) -> str:
         return FAILED
 
 
+def store_outage(held: HeldTask) -> str | None:
+    """Why a store of the task's crawls gave up waiting for its server, if one did (its stats say it)."""
+    if held.store_outage is not None:
+        return held.store_outage
+    for run in held.runs:
+        if not _spider_built(run):
+            continue
+        try:
+            reason = run.crawler.stats.get_value(OUTAGE_STAT)
+        except (AttributeError, RuntimeError):  # no stats: the crawl never started
+            continue
+        if reason:
+            return str(reason)
+    return None
+
+
 def verdict(held: HeldTask) -> tuple[str, str]:
     """(``done``, ``dead`` or ``back``, the reason): what the queue is told."""
     if held.stopped:
         return BACK, "stopped"
+    if held.store_outage is not None:
+        return BACK, f"the store was unreachable: {held.store_outage}"
     if held.refused is not None:
         return DEAD, f"the crawl refused its arguments or settings: {held.refused}"
     outcome, ok = outcome_of(held)
@@ -191,8 +217,8 @@ def wrap_up(held: HeldTask) -> None:
     What ``crawl all`` does once its reactor has stopped, for this task's runs;
     the notifications' wait and the store reads must not hold the reactor.
     """
-    if held.refused is not None or not held.runs or held.plugins is None:
-        return
+    if held.refused is not None or not held.runs or held.plugins is None or held.store_outage is not None:
+        return  # a task handed back for a store outage: its rerun exports and notifies
     if held.spread == JOINER:  # the run's exports and notifications are its owner's
         return
     settings, spargs = held.settings, held.arguments
