@@ -109,7 +109,7 @@ def abandon_spread_run(client: redis.Redis, run_id: str, worker: str) -> None:
     run = RunRequests(client, run_id, worker)
     pipe = client.pipeline(transaction=True)
     pipe.set(run.done_key, b"1", px=OVER_TTL_MS)
-    for key in (run.requests, run.seen, run.holders, run.owner, run.reporters):
+    for key in (run.requests, run.seen, run.holders, run.owner, run.reporters, dropped_key(run_id)):
         pipe.pexpire(key, OVER_TTL_MS)
     pipe.execute()
 
