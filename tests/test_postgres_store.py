@@ -268,8 +268,10 @@ def test_a_wrong_password_is_named_and_masked(pg: PostgresServer, workdir: Path,
 # --------------------------------------------------------------------------------------
 
 
-def open_store(uri: str, run_id: str, source: str = "wayback") -> PostgresStore:
-    crawler = SimpleNamespace(settings=Settings({}), stats=FakeStats())
+def open_store(
+    uri: str, run_id: str, source: str = "wayback", settings: dict[str, object] | None = None
+) -> PostgresStore:
+    crawler = SimpleNamespace(settings=Settings(settings or {}), stats=FakeStats())
     inputs = {"target": SimpleNamespace(domain=DOMAIN)}
     context = RunContext(
         crawler=crawler, spider=SimpleNamespace(name=source), run_id=run_id, plugins=None, inputs=inputs
@@ -371,7 +373,7 @@ def test_sets_with_commas_quotes_and_backslashes_survive(db: str) -> None:
 
 
 def test_a_connection_lost_mid_run_is_one_line_naming_it(db: str) -> None:
-    store = open_store(db, "run-1")
+    store = open_store(db, "run-1", settings={"POSTGRES_OUTAGE_MAX": 0})  # fail at once
     store.write_batch(make_batch([(A, "2010", "2010", 1, "200", "text/html")]))
     rows(db, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'trawl'"
          " AND pid <> pg_backend_pid()")  # fmt: skip

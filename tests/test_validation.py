@@ -178,6 +178,7 @@ def test_the_defaults_pass() -> None:
 
 #: A value each check refuses (text settings take any text and are not listed).
 BAD = {
+    "POSTGRES_OUTAGE_MAX": "-1",
     "STORE_URI": "mysql://db/trawl",
     "SQLITE_SYNCHRONOUS": "SOMETIMES",
     "SQLITE_CACHE_MB": "64MB",
