@@ -9,7 +9,12 @@
 * ``host``: the domain's host exactly;
 * ``regex:PATTERN``: any http(s) URL the regular expression matches (``re.search``).
 
-Only ``http`` and ``https`` URLs are ever in scope. A redirect is followed
+Only ``http`` and ``https`` URLs are ever in scope, and never a loopback,
+private, link-local or reserved address (``127.0.0.1``, ``10.0.0.5``,
+``[::1]``, ``169.254.169.254``) or ``localhost``: the target is always a name
+(:func:`trawl.sources.target.parse_target` refuses an address), so such a URL
+is a redirect or a link toward the machine or network trawl runs on, whatever
+a ``regex:`` scope matches. A redirect is followed
 only into scope, except the seeds': the root that redirects to another host of
 the registered domain (``example.com`` -> ``www.example.com``, the case that
 leaves other crawlers with no output, hakrawler #120) is followed whatever the
@@ -19,6 +24,7 @@ each request's meta, so another worker of a spread run knows it too).
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -44,6 +50,8 @@ class Scope:
         if parts.scheme not in ("http", "https"):
             return False
         host = (parts.hostname or "").lower()
+        if local_host(host):
+            return False
         if host in hosts:
             return True
         if self.kind == "regex":
@@ -56,8 +64,9 @@ class Scope:
 
     def seed_may_go(self, url: str) -> bool:
         """A seed's redirect target: in scope, or another host of the registered domain."""
-        host = (urlsplit(url).hostname or "").lower()
-        return self.allows(url) or _under(host, self.registered)
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+        return self.allows(url) or (parts.scheme in ("http", "https") and _under(host, self.registered))
 
     def describe(self) -> str:
         if self.kind == "regex":
@@ -68,6 +77,16 @@ class Scope:
         if self.kind == "host":
             return f"the host {self.domain}"
         return f"{self.domain} and its subdomains"
+
+
+def local_host(host: str) -> bool:
+    """``localhost``, or an address that is not a public one (loopback, private, link-local...)."""
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return not ipaddress.ip_address(host.strip("[]")).is_global
+    except ValueError:
+        return False
 
 
 def _under(host: str, base: str) -> bool:

@@ -50,6 +50,7 @@ from trawl.run.stopping import Abandoned
 from trawl.settings_checks import Setting, whole
 from trawl.sources.arguments import parse_int
 from trawl.sources.base import SourceSpider
+from trawl.sources.live import redirects
 from trawl.sources.live.guard import PatternCap, SoftHosts
 from trawl.sources.live.links import Link, html_links, page_kind, robots_links, script_links, sitemap_links
 from trawl.sources.live.records import LinkBatch, captures, now_iso
@@ -111,6 +112,7 @@ class LiveSpider(SourceSpider):
         settings.set(
             "CONCURRENT_REQUESTS_PER_DOMAIN", int(settings.get("LIVE_HOST_CONCURRENCY") or 2), "spider"
         )
+        redirects.install(settings)  # the random path's and robots.txt's redirects: into scope only
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> LiveSpider:
@@ -168,6 +170,14 @@ class LiveSpider(SourceSpider):
     def run_inputs(self) -> dict[str, Any]:
         return {**super().run_inputs(), "scope": self.scope.describe(), "depth": self.depth}
 
+    def redirect_in_scope(self, url: str, request: scrapy.Request) -> bool:
+        """May Scrapy follow a redirect to ``url`` (:mod:`.redirects`)? Else it is listed."""
+        target = canonicalize(url) or url
+        if self.scope.allows(target, tuple(request.meta.get(HOSTS, ()))):
+            return True
+        self.report.outside(target)
+        return False
+
     # --- seeds ---------------------------------------------------------------------------
 
     async def start(self) -> AsyncIterator[Any]:
@@ -198,8 +208,15 @@ class LiveSpider(SourceSpider):
     def robots_parsed(self, robotparser: Any, request: scrapy.Request) -> None:
         """Scrapy's robots.txt middleware read a host's robots.txt: its sitemaps are seeds."""
         sitemaps = list(getattr(getattr(robotparser, "rp", None), "sitemaps", ()) or ())
-        found = [(urljoin(request.url, url), "sitemap-index") for url in sitemaps]
-        for child in self._schedule(found, None, -1, tuple(request.meta.get(HOSTS, ()))):
+        hosts = tuple(request.meta.get(HOSTS, ()))
+        found: list[Link] = []
+        for url in sitemaps:
+            named = canonicalize(urljoin(request.url, url))
+            if named and self.scope.allows(named, hosts):
+                found.append((named, "sitemap-index"))
+            elif named:
+                self.report.outside(named)
+        for child in self._schedule(found, None, -1, hosts):
             self.crawler.engine.crawl(child)
 
     # --- answers -------------------------------------------------------------------------
@@ -290,7 +307,8 @@ class LiveSpider(SourceSpider):
             if url is None or url in named:
                 continue
             named.add(url)
-            if not (self.scope.allows(url, hosts) or (seed and how == "redirect")):
+            seed_hop = seed and how == "redirect" and self.scope.seed_may_go(url)
+            if not (self.scope.allows(url, hosts) or seed_hop):
                 self.report.outside(url)
                 continue
             rows.append(self._row(url, page, self._child_depth(depth, how), how, None))

@@ -17,6 +17,7 @@ from typing import Any
 
 from scrapy.http import Response, TextResponse
 
+from trawl.sources.live.redirects import REFUSED
 from trawl.sources.probe.fingerprint import sha256_hex, simhash_hex, title_of, visible_words, words_simhash
 from trawl.sources.probe.soft404 import echo_free_simhashes
 
@@ -98,6 +99,9 @@ def answer_row(response: Response, soft: bool = True) -> tuple[dict[str, Any], t
         "truncated": truncated,
         **certificate_fields(response),
     }
+    refused = response.meta.get(REFUSED)
+    if refused:
+        row["error"] = f"redirect out of scope, not followed: {refused}"
     soft_hashes: tuple[int, ...] = ()
     if body_read:
         row["body_sha256"] = sha256_hex(response.body)

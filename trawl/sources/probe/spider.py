@@ -17,6 +17,11 @@ trawl's retry middleware, ``PROXY_LIST`` and the proxy environment variables.
 archives saw, as httpx does); ``-s ROBOTSTXT_OBEY=True`` makes Scrapy fetch each
 host's robots.txt and skip what it disallows. A URL that does not answer is a
 ``dead`` record, not an error of the run.
+
+**Scope.** Redirects (``Location``, ``<meta http-equiv=refresh>``) are followed
+only into the target (the domain, its subdomains with ``subs=true``):
+:mod:`trawl.sources.live.redirects`. One out of it is the URL's answer, its
+record says ``redirect out of scope, not followed: URL`` in ``error``.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ from trawl.run.stopping import Abandoned
 from trawl.settings_checks import Setting, whole
 from trawl.sources.arguments import parse_bool
 from trawl.sources.base import Source
+from trawl.sources.live import redirects
 from trawl.sources.probe.answers import ANY_BODY, PROBE_URL, answer_row, failure_row
 from trawl.sources.probe.fingerprint import favicon_hash
 from trawl.sources.probe.patterns import PatternPicker
@@ -109,6 +115,7 @@ class ProbeSpider(Source):
         settings.set("CONCURRENT_REQUESTS", total, priority="spider")
         settings.set("CONCURRENT_REQUESTS_PER_DOMAIN", host, priority="spider")  # the connection pool's size
         settings.set("AUTOTHROTTLE_TARGET_CONCURRENCY", float(total), priority="spider")
+        redirects.install(settings)
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> ProbeSpider:
@@ -142,6 +149,17 @@ class ProbeSpider(Source):
 
     def run_inputs(self) -> dict[str, Any]:
         return {**super().run_inputs(), "target": self.selection.target}
+
+    def redirect_in_scope(self, url: str, request: scrapy.Request) -> bool:
+        """May a redirect go to ``url``? Into the target's hosts over http(s) only (a target is
+        a name, never an address: ``127.0.0.1`` and private addresses are never in it)."""
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https"):
+            return False
+        if self.selection.target.in_scope((parts.hostname or "").lower()):
+            return True
+        self.crawler.stats.inc_value("trawl/probe/redirect_out_of_scope")
+        return False
 
     # --- which URLs ----------------------------------------------------------------------
 
