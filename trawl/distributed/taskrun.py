@@ -33,13 +33,14 @@ from trawl.distributed.spreadsched import JOINER, OWNER, ROLE, RUN, WORKER
 from trawl.distributed.tasks import Task
 from trawl.exports.from_store import export_from_store
 from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.run import statkeys
 from trawl.run.crawl_all import ALL, SourceRun, check_all, start_all, summary_table
 from trawl.run.outcome import FAILED
 from trawl.run.preflight import check_run
 from trawl.run.summary import build_summary, overall_outcome, run_finished
 from trawl.sources.arguments import parse_bool
 from trawl.sources.target import parse_target
-from trawl.stores.postgresql.outage import OUTAGE_STAT, wait_for_store
+from trawl.stores.postgresql.outage import wait_for_store
 from trawl.validation import apply_declared_defaults, validate_settings
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ def store_outage(held: HeldTask) -> str | None:
         if not _spider_built(run):
             continue
         try:
-            reason = run.crawler.stats.get_value(OUTAGE_STAT)
+            reason = run.crawler.stats.get_value(statkeys.STORE_OUTAGE)
         except (AttributeError, RuntimeError):  # no stats: the crawl never started
             continue
         if reason:

@@ -45,6 +45,8 @@ TIMEOUTS = "trawl/timeouts"
 BLOCKED = "trawl/blocked"
 LIMITED = "trawl/limited"
 KEYS_DROPPED = "trawl/keys_dropped"
+#: why the store gave up waiting for its server, one line: ``trawl worker`` hands the task back
+STORE_OUTAGE = "trawl/store_outage"
 
 # --- politeness --------------------------------------------------------------------------
 BANS = "trawl/bans"

@@ -7,8 +7,9 @@ the way a third-party store is; the shared store of distributed runs.
 * :mod:`.kinds`: every declared record kind (``KEY``, ``MERGE``, ``NEWER``, staged
   snapshots and their switch) in a table of its own, as the SQLite store keeps them;
 * :mod:`.writer`: the store's writer thread (the reactor never waits on the server);
-* :mod:`.store`: :class:`PostgresStore`, the contract's Protocols;
-* :mod:`.reading`: exports, ``trawl report``;
+* :mod:`.store`: :class:`PostgresStore`, the contract's Protocols; its settings in :mod:`.config`;
+* :mod:`.outage`: a lost connection waited out, up to ``POSTGRES_OUTAGE_MAX``;
+* :mod:`.readside`, :mod:`.reading`: exports, ``trawl report``;
 * :mod:`.query`, :mod:`.search`: ``trawl search``, the query language as PostgreSQL SQL;
 * :mod:`.errors`: failures as one line naming the cause.
 """

@@ -17,7 +17,7 @@ one when the first of them has it back, whichever of the process's stores (one
 per crawl: a worker runs several) noticed, as the worker does for Redis
 (:mod:`trawl.distributed.outage`). Past the bound, :class:`StoreOutage`: the
 crawl stops as on any store failure, and its stats say why
-(:data:`OUTAGE_STAT`), so that ``trawl worker`` hands the task back to the
+(:data:`trawl.run.statkeys.STORE_OUTAGE`), so that ``trawl worker`` hands the task back to the
 queue instead of dead-lettering it.
 
 Anything else (a full disk, a refused password, a constraint) is no outage:
@@ -45,9 +45,6 @@ logger = logging.getLogger(__name__)
 #: :data:`MAX_DELAY` (a restart takes seconds; trying more often would only fill the server's log).
 FIRST_DELAY = 0.25
 MAX_DELAY = 2.0
-#: The crawl's stats key a store sets when it gave up waiting for its server: the reason, one line.
-#: ``trawl worker`` hands such a task back to the queue (:func:`trawl.distributed.taskrun.verdict`).
-OUTAGE_STAT = "trawl/store_outage"
 #: SQLSTATEs of a server going away or not there yet (class ``08``, connection exceptions, too):
 #: ``admin_shutdown`` (``pg_ctl stop -m fast``), ``crash_shutdown``, ``cannot_connect_now``.
 SHUTDOWN = frozenset({"57P01", "57P02", "57P03"})
@@ -183,7 +180,7 @@ def wait_for_store(settings: Any) -> None:
 
     from trawl.settings_checks import read
     from trawl.stores.postgresql import connection
-    from trawl.stores.postgresql.store import SETTINGS
+    from trawl.stores.postgresql.config import SETTINGS
 
     uri = str(settings.get("STORE_URI") or "").strip()
     if urlsplit(uri).scheme.lower() not in connection.SCHEMES:

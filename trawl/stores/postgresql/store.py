@@ -26,7 +26,7 @@ import datetime as dt
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import orjson
@@ -37,12 +37,15 @@ from trawl.errors import StoreError
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import Batch, UrlBatch
 from trawl.records.kinds import collapse, stored_columns
-from trawl.settings_checks import Setting, one_of, read, seconds
+from trawl.run import statkeys
+from trawl.settings_checks import Setting, read
 from trawl.stores.contract import KEYED_KINDS, PartlyStored
-from trawl.stores.postgresql import connection, kinds, merge, outage, reading
+from trawl.stores.postgresql import connection, kinds, merge, outage
+from trawl.stores.postgresql.config import SETTINGS
 from trawl.stores.postgresql.errors import RETRYABLE, describe, store_error
 from trawl.stores.postgresql.kinds import KindTable
-from trawl.stores.postgresql.outage import OUTAGE_STAT, StoreOutage
+from trawl.stores.postgresql.outage import StoreOutage
+from trawl.stores.postgresql.readside import PostgresReadSide
 from trawl.stores.postgresql.schema import (
     BATCH_COMMITTED,
     CLAIM_PAGES,
@@ -56,37 +59,13 @@ from trawl.stores.postgresql.writer import WriterThread
 from trawl.stores.writer import WritesOnThread
 
 if TYPE_CHECKING:
-    from trawl.stores.postgresql.search import PostgresSearcher
+    pass
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 #: Tries of a batch that lost a deadlock or serialization race to another writer.
 TRIES = 3
-#: Rows of one frame read back (exports, ``-o`` of ``crawl all``).
-READ_FRAME_ROWS = 50_000
-
-SETTINGS: dict[str, Setting] = {
-    "POSTGRES_CONNECT_TIMEOUT": Setting(
-        # Ten minutes at most: a server that has not answered by then is down, not slow.
-        10,
-        seconds(1, maximum=600, whole=True),
-        "Seconds to wait for the PostgreSQL server when a store connects",
-    ),
-    # "off" risks the last few batches on a server crash (never corruption): a bulk load's choice.
-    "POSTGRES_SYNCHRONOUS_COMMIT": Setting(
-        "on",
-        one_of("on", "off", "local", "remote_write", "remote_apply"),
-        "PostgreSQL's synchronous_commit for the store's writes",
-    ),
-    # An hour at most: a server away longer is down, and the task is better back in the queue (a
-    # batch's record in trawl_batches, which settles a COMMIT the outage cut, is kept a day).
-    "POSTGRES_OUTAGE_MAX": Setting(
-        300,
-        seconds(0, maximum=3600),
-        "Seconds a crawl's store waits for its PostgreSQL server to come back (0: fail at once)",
-    ),
-}
 
 
 class _StoredBefore(Exception):  # noqa: N818 - a signal inside the store, not an error
@@ -97,7 +76,7 @@ class _StoredBefore(Exception):  # noqa: N818 - a signal inside the store, not a
         self.claimed = claimed
 
 
-class PostgresStore(WritesOnThread):
+class PostgresStore(PostgresReadSide, WritesOnThread):
     """URL records, and those of declared kinds, in a PostgreSQL database (see the module docstring)."""
 
     settings_declared: ClassVar[dict[str, Setting]] = SETTINGS
@@ -146,7 +125,7 @@ class PostgresStore(WritesOnThread):
             writer.call(self._outlasting, self._open)
         except StoreOutage as exc:
             self._abandon()
-            self.context.stats.set_value(OUTAGE_STAT, str(exc))  # the task goes back to the queue
+            self.context.stats.set_value(statkeys.STORE_OUTAGE, str(exc))  # the task goes back to the queue
             self._dropping()  # what the crawl fetches before it stops is dropped
             raise
         except psycopg.Error as exc:
@@ -219,7 +198,7 @@ class PostgresStore(WritesOnThread):
         """Record the run's end on the writer thread, after the last queued batch; end the thread.
 
         A store that gave up waiting for its server says so in the crawl's stats
-        (:data:`~.outage.OUTAGE_STAT`): ``trawl worker`` hands such a task back to the queue."""
+        (:data:`~trawl.run.statkeys.STORE_OUTAGE`): ``trawl worker`` hands such a task back to the queue."""
         writer = self._writer
         if writer is None:
             return
@@ -231,7 +210,7 @@ class PostgresStore(WritesOnThread):
             writer.shutdown()
             self._writer = None
             if self._outage is not None:
-                self.context.stats.set_value(OUTAGE_STAT, self._outage)
+                self.context.stats.set_value(statkeys.STORE_OUTAGE, self._outage)
 
     def _close(self, reason: str, stats: str) -> None:
         if self.connection is None and self._outage is not None:
@@ -420,47 +399,3 @@ class PostgresStore(WritesOnThread):
     def _connected(self) -> psycopg.Connection:
         assert self.connection is not None, "store not open"
         return self.connection
-
-    # --- reading (exports, trawl report, trawl search; :mod:`.reading`) ---------------------
-
-    @classmethod
-    def read_stored_kind(
-        cls, uri: str, batch_type: type[Batch], columns: Sequence[str], settings: Any = None
-    ) -> pl.DataFrame:
-        """Stored columns of a declared kind, on a read-only connection of its own
-        (:class:`~trawl.stores.contract.KindReadableStore`: ``trawl crates``, the crates alerts)."""
-        return reading.stored_kind(uri, settings, batch_type, list(columns))
-
-    @classmethod
-    def read_runs(
-        cls, uri: str, run_ids: list[str], settings: Any = None, size: int = READ_FRAME_ROWS
-    ) -> Iterator[UrlBatch]:
-        """The URLs the given runs wrote or updated, in batches, as stored now."""
-        return reading.read_runs(uri, settings, run_ids, size)
-
-    @classmethod
-    def read_domain(
-        cls, uri: str, domain: str, settings: Any = None, size: int = READ_FRAME_ROWS
-    ) -> Iterator[UrlBatch]:
-        """Every URL of ``domain`` and its subdomains, as stored now, in URL order."""
-        return reading.read_domain(uri, settings, domain, size)
-
-    @classmethod
-    def list_runs(cls, uri: str, domain: str, settings: Any = None) -> pl.DataFrame:
-        """The runs of ``domain``, its parents and its subdomains."""
-        return reading.list_runs(uri, settings, domain)
-
-    @classmethod
-    def read_first_seen(
-        cls, uri: str, run_ids: list[str], domain: str, settings: Any = None, limit: int | None = None,
-        size: int = 5000,
-    ) -> Iterator[pl.DataFrame]:  # fmt: skip
-        """URLs of ``domain`` that one of ``run_ids`` stored first, in URL order."""
-        return reading.read_first_seen(uri, settings, run_ids, domain, limit, size)
-
-    @classmethod
-    def searcher(cls, uri: str, settings: Any = None) -> PostgresSearcher:
-        """The read side ``trawl search`` uses (:class:`trawl.stores.postgresql.search.PostgresSearcher`)."""
-        from trawl.stores.postgresql.search import PostgresSearcher
-
-        return PostgresSearcher(uri, settings)
