@@ -17,13 +17,9 @@ processing list until acknowledged (:mod:`trawl.distributed.queue`).
 A store that loses its server (PostgreSQL restarting) waits it out
 (:mod:`trawl.stores.postgresql.outage`); one that gives up (``POSTGRES_OUTAGE_MAX``)
 stops its crawl, and the task goes back to the queue, never to the dead
-letters: a spread run's owner under a new id (its rerun is a new spread run,
-fetching what the old one's dropped batches held; the old run's joiners stop),
-a join task acknowledged (its share is the owner's rerun's: a joiner that drops
-pages marks the run first, and its owner, even if its own store waited the
-outage out, hands its task back the same way at its end). ``--until-empty``
-exits only once nothing is pending, held or in hand anywhere, so a worker does
-not end while a handed-back task waits for the server.
+letters (:mod:`.storelost`). ``--until-empty`` exits only once nothing is
+pending, held or in hand anywhere, so a worker does not end while a
+handed-back task waits for the server.
 
 Signals: the first SIGTERM or SIGINT takes no more work (the blocked ``BLMOVE``
 is ended with ``CLIENT UNBLOCK``), finishes the tasks held and exits 0; a
@@ -51,7 +47,7 @@ from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import threads
 from twisted.internet.defer import Deferred, DeferredList
 
-from trawl.distributed import spreadsched, taskrun
+from trawl.distributed import storelost, taskrun
 from trawl.distributed.outage import MAX_DELAY, Outages
 from trawl.distributed.queue import MISSED_BEATS, WorkQueue
 from trawl.distributed.spreadlane import share_outages
@@ -99,32 +95,6 @@ def watch_depths(client: redis.Redis, sources: Sequence[str]) -> None:
         return pending
 
     watch_queue_depth(depths)
-
-
-def abandon_spread_run(client: redis.Redis, run_id: str, worker: str) -> None:
-    """A spread run given up by its owner (its store lost its server): over for its joiners, which stop,
-    and its keys gone an hour later (as a finished run's dedup)."""
-    from trawl.distributed.spread import OVER_TTL_MS, RunRequests
-
-    run = RunRequests(client, run_id, worker)
-    pipe = client.pipeline(transaction=True)
-    pipe.set(run.done_key, b"1", px=OVER_TTL_MS)
-    for key in (run.requests, run.seen, run.holders, run.owner, run.reporters, dropped_key(run_id)):
-        pipe.pexpire(key, OVER_TTL_MS)
-    pipe.execute()
-
-
-def dropped_key(run_id: str) -> str:
-    """Set when a joiner of spread run ``run_id`` dropped pages for a store outage (why, one line)."""
-    from trawl.distributed.spread import PREFIX
-
-    return f"{PREFIX}{run_id}:dropped"
-
-
-def mark_dropped(client: redis.Redis, run_id: str, reason: str) -> None:
-    from trawl.distributed.spread import RUN_TTL
-
-    client.set(dropped_key(run_id), reason.encode(), px=int(RUN_TTL * 1000))
 
 
 def as_deferred(crawling: Any) -> Deferred:
@@ -343,9 +313,7 @@ class Worker:
         """After the crawl, on a thread: ``crawl all``'s wrap-up, then the queue told done, back or dead."""
         held.store_outage = taskrun.store_outage(held)
         if held.store_outage is None and held.spread == taskrun.OWNER and held.runs and not held.stopped:
-            dropped = self.outages.call(lambda: self.queue.client.get(dropped_key(held.task.id)))
-            if dropped:  # a joiner's store gave up: the pages it dropped are done with for the run
-                held.store_outage = dropped.decode(errors="replace")
+            held.store_outage = storelost.dropped_by_joiner(self.queue, self.outages, held)
         if not held.stopped and held.store_outage is None:
             try:
                 taskrun.wrap_up(held)
@@ -371,31 +339,10 @@ class Worker:
             logger.error("worker %s: %s dead-lettered: %s; see this worker's log", self.id, held.what, reason)
 
     def _store_lost(self, held: HeldTask, reason: str) -> None:
-        """A task whose store gave up waiting for its server: back to the queue, never dead-lettered."""
-        if held.task.join:  # the run's pages are its owner's task's: its rerun fetches them again
-            self.outages.call(lambda: self.queue.done(self.id, held.raw))
-            logger.warning("worker %s: %s: left spread run %s: %s",
-                           self.id, held.what, held.task.join[:8], reason)  # fmt: skip
-        elif held.spread == taskrun.OWNER and held.runs:
-            # The run acknowledged the pages whose batches the store dropped: its rest would miss
-            # them. Its joiners stop, and the task goes back as a new spread run.
-            self.outages.call(lambda: abandon_spread_run(self.queue.client, held.task.id, self.id))
-            self.outages.call(lambda: self.queue.requeue(self.id, held.raw))
-            logger.warning("worker %s: %s handed back to the queue (its rerun a new spread run): %s",
-                           self.id, held.what, reason)  # fmt: skip
-        else:
-            self.outages.call(lambda: self.queue.release(self.id, held.raw))
-            logger.warning("worker %s: %s handed back to the queue: %s", self.id, held.what, reason)
+        storelost.hand_back(self.queue, self.outages, self.id, held, reason)
 
     def _store_dropping(self, settings: Any) -> None:
-        """A crawl's store gave up on its server and drops its batches (on its writer thread, before the
-        first leaves the pipeline): a joiner's spread run is marked, so that its owner runs the task
-        again (the run acknowledged the dropped pages' requests: its end would miss them)."""
-        run = str(settings.get(spreadsched.RUN) or "")
-        if settings.get(spreadsched.ROLE) != spreadsched.JOINER or not run:
-            return
-        reason = f"worker {self.id}, a joiner of the spread run, lost it and dropped pages"
-        self.outages.call(lambda: mark_dropped(self.queue.client, run, reason))
+        storelost.joiner_dropping(self.queue, self.outages, self.id, settings)
 
     def _released(self, held: HeldTask | None) -> None:
         if held is not None and held in self.held:

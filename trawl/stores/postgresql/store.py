@@ -27,7 +27,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import orjson
 import polars as pl
@@ -58,8 +58,6 @@ from trawl.stores.postgresql.schema import (
 from trawl.stores.postgresql.writer import WriterThread
 from trawl.stores.writer import WritesOnThread
 
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
