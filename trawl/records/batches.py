@@ -92,12 +92,16 @@ class Batch:
         kind = type(first)
         if any(type(b) is not kind or b.source != first.source for b in batches):
             raise ValueError("only batches of one source and kind coalesce")
-        frame = pl.concat([b.frame for b in batches], how="vertical_relaxed")
-        combined = kind(first.source, frame, first.page, first.page_rows)
+        combined = kind(first.source, kind.concat([b.frame for b in batches]), first.page, first.page_rows)
         for batch in batches[1:]:
             combined._more_pages.update(batch.pages)
         combined._more_pages.pop(first.page, None)
         return combined
+
+    @classmethod
+    def concat(cls, frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
+        """The frames of batches of this kind as one (:meth:`coalesce`)."""
+        return pl.concat(frames, how="vertical_relaxed")
 
     @classmethod
     def for_pages_of(cls, batch: Batch, frame: pl.DataFrame) -> Batch:
@@ -200,6 +204,31 @@ URL_SCHEMA: dict[str, Any] = {
 }
 
 
+def merge_urls(frame: pl.DataFrame) -> pl.DataFrame:
+    """One row per URL of a URL frame: the union of the sets, the widest span, the captures summed."""
+
+    def union(name: str) -> pl.Expr:
+        value = pl.col(name).explode()
+        return value.filter(value.is_not_null()).unique().sort().alias(name)
+
+    return (
+        frame.group_by("url", maintain_order=True)
+        .agg(
+            pl.col("host").first(),
+            union("sources"),
+            pl.col("first_seen").min(),
+            pl.col("last_seen").max(),
+            pl.col("captures").sum(),
+            union("statuses"),
+            union("mimes"),
+            pl.col("new").any(),
+            pl.col("repeat").all(),
+        )
+        .select(list(URL_SCHEMA))
+        .cast(URL_SCHEMA)  # type: ignore[arg-type]
+    )
+
+
 class UrlBatch(Batch):
     """One record per canonical URL, with provenance: what stores write and exports read.
 
@@ -246,6 +275,13 @@ class UrlBatch(Batch):
             schema=URL_SCHEMA,
         )
         return cls(source, frame, page, page_rows)
+
+    @classmethod
+    def concat(cls, frames: Sequence[pl.DataFrame]) -> pl.DataFrame:
+        """Each URL once: two small batches may hold one URL (mining finds an endpoint in many
+        files), and a store takes a URL once a batch."""
+        frame = super().concat(frames)
+        return merge_urls(frame) if frame.get_column("url").is_duplicated().any() else frame
 
     @property
     def urls(self) -> list[str]:
