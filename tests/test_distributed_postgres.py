@@ -16,26 +16,30 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
 from datetime import UTC, datetime
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from tests.helpers import processes
+from tests.helpers.distributed_postgres import (
+    DOMAINS,
+    SOURCES,
+    as_crawl_all,
+    by_url,
+    crawl_arguments,
+    stored,
+    trawl,
+)
 from tests.helpers.politeness import max_in_window
+from tests.helpers.workers import TRAWL, settings_args
 from tests.servers.devdata import Dataset, build_dataset, expected_urls
 from tests.servers.devserver import crawl_settings, start_upstreams
 from tests.servers.postgres_server import PASSWORD, PostgresServer
 from tests.servers.redis_server import RedisServer
 
-SOURCES = ("wayback", "commoncrawl", "otx")
-DOMAINS = ("example.com", "example.org", "example.net")
-TRAWL = [sys.executable, "-m", "trawl.cli"]
 DEADLINE = 300.0
 #: The shared budgets, tight enough that the three workers wait on them together.
 BUDGETS = {"wayback": (3, 1.0), "commoncrawl": (4, 1.0), "otx": (5, 1.0)}
@@ -47,32 +51,6 @@ SETTINGS = {
     "TRAWL_CACHE_DIR": "",
     "PROGRESS_INTERVAL": "0",
 }
-
-
-def settings_args(settings: dict[str, Any]) -> list[str]:
-    return [arg for name, value in settings.items() for arg in ("-s", f"{name}={value}")]
-
-
-def trawl(cwd: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    done = processes.run([*TRAWL, *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    assert "Traceback" not in done.stderr, done.stderr[-3000:]
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
-
-
-def crawl_arguments(domain: str) -> list[str]:
-    return [domain, "-a", "sources=" + ",".join(SOURCES), "-a", "filters=false", "-a", "cc_indexes=0"]
-
-
-def stored(cwd: Path, uri: str) -> list[dict[str, Any]]:
-    """Every URL of the store as ``trawl search '*' --format jsonl`` prints it."""
-    done = trawl(cwd, "search", "*", "--format", "jsonl", "--store", uri)
-    assert PASSWORD not in done.stdout + done.stderr
-    return [json.loads(line) for line in done.stdout.splitlines()]
-
-
-def by_url(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {r["url"]: r for r in records}
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +120,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
         # The reference: one plain process per domain, no Redis, no budgets.
         for domain in DOMAINS:
             reference = {**upstream[domain], **SETTINGS, "RATE_LIMITS_ENABLED": "False", "STORE_URI": plain}
-            trawl(cwd, "crawl", "all", *_as_crawl_all(crawl_arguments(domain)), *settings_args(reference))
+            trawl(cwd, "crawl", "all", *as_crawl_all(crawl_arguments(domain)), *settings_args(reference))
         yield SimpleNamespace(
             data=data,
             codes=codes,
@@ -154,12 +132,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
             plain=stored(cwd, plain),
             report=report,
         )
-
-
-def _as_crawl_all(arguments: list[str]) -> list[str]:
-    """``enqueue DOMAIN -a ...`` as ``crawl all -a domain=DOMAIN -a ...``."""
-    domain, *rest = arguments
-    return ["-a", f"domain={domain}", *rest]
 
 
 def _request_count(servers: dict[str, dict[str, Any]]) -> int:

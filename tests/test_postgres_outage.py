@@ -28,8 +28,6 @@ after (or right before) the commit.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -40,21 +38,21 @@ from typing import Any
 
 import psycopg
 import pytest
+import redis
 from scrapy.settings import Settings
 
-from tests.helpers import processes
+from tests.helpers.distributed_postgres import DOMAINS, SOURCES, crawl_arguments, stored, trawl
 from tests.helpers.workers import WorkerProcess, settings_args
 from tests.servers.devdata import build_dataset, expected_urls
 from tests.servers.devserver import crawl_settings, start_upstreams
+from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.postgres_server import PASSWORD, PostgresServer
 from tests.servers.redis_server import RedisServer
+from trawl.distributed.queue import WorkQueue
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import UrlBatch
 from trawl.stores.postgresql import PostgresStore
 
-SOURCES = ("wayback", "commoncrawl", "otx")
-DOMAINS = ("example.com", "example.org", "example.net")
-TRAWL = [sys.executable, "-m", "trawl.cli"]
 #: Seconds each fake upstream takes to answer: a task runs for a few seconds, so that the server's
 #: restart falls in the middle of the crawls.
 LATENCY = 0.25
@@ -69,23 +67,6 @@ SETTINGS = {
     "TRAWL_CACHE_DIR": "",
     "PROGRESS_INTERVAL": "0",
 }
-
-
-def trawl(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    done = processes.run([*TRAWL, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
-    assert "Traceback" not in done.stderr, done.stderr[-3000:]
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done
-
-
-def crawl_arguments(domain: str) -> list[str]:
-    return [domain, "-a", "sources=" + ",".join(SOURCES), "-a", "filters=false", "-a", "cc_indexes=0"]
-
-
-def stored(cwd: Path, uri: str) -> list[dict[str, Any]]:
-    """Every URL of the store as ``trawl search '*' --format jsonl`` prints it."""
-    done = trawl(cwd, "search", "*", "--format", "jsonl", "--store", uri)
-    return [json.loads(line) for line in done.stdout.splitlines()]
 
 
 def count_urls(uri: str) -> int:
@@ -183,6 +164,10 @@ def run(upstreams: SimpleNamespace) -> SimpleNamespace:
     ]
     exits = Exits(workers)
     try:
+        # Every worker past its start: one still checking its settings when the server stops
+        # (a slow start, under load) would meet an unreachable store at start, one line and exit 2.
+        for worker in workers:
+            worker.wait_for(r": waiting for work \(", timeout=DEADLINE)
         # Mid-run: the store holds some URLs, and far from all of them.
         deadline = time.monotonic() + 60
         while (before := count_urls(shared)) == 0:
@@ -379,3 +364,43 @@ def test_a_batch_whose_commit_was_cut_is_stored_once(pg: PostgresServer, after: 
         store.close("finished")
     with psycopg.connect(uri) as con:  # the writer's rows went with it
         assert con.execute("SELECT count(*) FROM trawl_batches").fetchone() == (0,)
+
+
+# --------------------------------------------------------------------------------------
+# A spread run's owner whose store did not open: no joiner is invited to a run that is not there
+# --------------------------------------------------------------------------------------
+
+
+def test_an_owner_whose_store_did_not_open_invites_no_joiner(pg: PostgresServer, tmp_path: Path) -> None:
+    """An owner whose store gave up at its opening (the server away past ``POSTGRES_OUTAGE_MAX``, or
+    any failure) registered no run: a joiner invited to it failed ("the spread run ... is not in the
+    store") and its join task was dead-lettered (seen 1 run in 3 of the restart above, under load).
+    A database that refuses writes makes the opening fail every time, after the worker's checks."""
+    uri = pg.create_database("read_only")
+    with psycopg.connect(pg.uri("postgres"), autocommit=True) as con:
+        con.execute("ALTER DATABASE read_only SET default_transaction_read_only = on")
+    rows = [make_capture(f"http://example.com/p{n:03d}", "20200101000000") for n in range(30)]
+    with RedisServer() as redis_server, FakeCdxServer(rows, lines_per_page=3) as cdx:
+        own = {**SETTINGS, "TRAWL_REDIS_URL": redis_server.url, "STORE_URI": uri, "QUEUE_HEARTBEAT": "0.5"}
+        workers = [WorkerProcess(tmp_path, own) for _ in range(2)]
+        try:
+            for worker in workers:
+                worker.wait_for(r": waiting for work \(")
+            upstream = {"WAYBACK_BASE_URL": cdx.base_url, "TRAWL_REDIS_URL": redis_server.url}
+            trawl(tmp_path, "enqueue", "example.com", "-a", "sources=wayback", "-a", "filters=false",
+                  *settings_args(upstream))  # fmt: skip
+            queue = WorkQueue(redis.Redis.from_url(redis_server.url))
+            deadline = time.monotonic() + DEADLINE
+            while not (
+                sum(w.count(r"wayback for example.com dead-lettered") for w in workers) and queue.idle()
+            ):
+                assert time.monotonic() < deadline, "\n\n".join(w.tail() for w in workers)
+                time.sleep(0.1)  # polling the workers' logs and the queue
+            status = trawl(tmp_path, "queue", "-s", f"TRAWL_REDIS_URL={redis_server.url}").stdout
+        finally:
+            for worker in workers:
+                worker.stop()
+    text = "\n\n".join("\n".join(w.lines) for w in workers)
+    assert "the database is read-only" in text, text[-3000:]  # the owner's one line: its store did not open
+    assert "joined spread run" not in text and "is not in the store" not in text, text[-3000:]
+    assert "total: 0 pending, 0 in flight, 1 dead-lettered" in status, status  # the task, no join task

@@ -269,8 +269,8 @@ class Worker:
             return
         if held.spread == taskrun.OWNER:
             for run in held.runs:  # after its store registered the run: joiners write under it
-                run.crawler.signals.connect(lambda: self._spread_opened(held), signal=signals.spider_opened,
-                                            weak=False)  # fmt: skip
+                run.crawler.signals.connect(lambda spider: self._spread_opened(held, spider),
+                                            signal=signals.spider_opened, weak=False)  # fmt: skip
         ended = DeferredList([as_deferred(run.crawling) for run in held.runs], consumeErrors=True)
         ended.addCallback(lambda results: self._crawled(held, results))
 
@@ -280,7 +280,12 @@ class Worker:
         except KeyError:
             return None  # an unknown source: the checks before the crawl refuse the task
 
-    def _spread_opened(self, held: HeldTask) -> None:
+    def _spread_opened(self, held: HeldTask, spider: Any) -> None:
+        """The owner's spider is open: its joiners are invited, if its store registered the run (a store
+        that did not open, its server away past ``POSTGRES_OUTAGE_MAX`` or any failure, registered no
+        run: a joiner would fail on it and its join task be dead-lettered)."""
+        if getattr(getattr(spider, "run_context", None), "store", None) is None:
+            return
         threads.deferToThread(self._invite, held)
 
     def _invite(self, held: HeldTask) -> None:

@@ -58,7 +58,6 @@ from trawl.stores.postgresql.schema import (
 from trawl.stores.postgresql.writer import WriterThread
 from trawl.stores.writer import WritesOnThread
 
-
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
