@@ -101,7 +101,7 @@ def outside_env(**extra: str) -> dict[str, str]:
 
 
 def test_the_printed_command_crawls_every_upstream_exactly(dev_server: DevServer, tmp_path: Path) -> None:
-    assert dev_server.wait_for("ready: ") == "ready: 7 upstreams for example.com (Ctrl-C stops them)"
+    assert dev_server.wait_for("ready: ") == "ready: 12 servers for example.com (Ctrl-C stops them)"
     command = dev_server.crawl_command()
     assert command[:3] == [str(TRAWL), "crawl", "all"]  # a bare trawl: not on PATH outside the venv
     workdir = tmp_path / "crawl"

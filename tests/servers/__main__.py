@@ -1,11 +1,13 @@
-"""``python -m tests.servers``: every source's fake upstream on 127.0.0.1, for one generated domain.
+"""``python -m tests.servers``: every system's fake upstream on 127.0.0.1, for one generated domain.
 
 Serves one dataset (:mod:`tests.servers.devdata`) from the fake servers the
-tests use (:mod:`tests.servers.devserver`), prints the ``trawl crawl all``
-command that crawls them all, then ``ready: N upstreams for DOMAIN`` once every
-server is listening, and runs until Ctrl-C (or SIGTERM): one line, exit status
-0. A bad option is one line, ``dev-server: error: ...``, exit status 2.
-See docs/dev-server.md.
+tests use (:mod:`tests.servers.devserver`), and the other systems around it
+(:mod:`tests.servers.devsystems`: the Wayback replay, the live site behind a
+proxy, crates.io); prints one command per system, in an order that works top to
+bottom (the ``trawl crawl all`` that crawls every URL source first), then
+``ready: N servers for DOMAIN`` once every server is listening, and runs until
+Ctrl-C (or SIGTERM): one line, exit status 0. A bad option is one line,
+``dev-server: error: ...``, exit status 2. See docs/dev-server.md.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ import sys
 import threading
 from contextlib import ExitStack
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
-from tests.servers.devdata import SOURCES, build_dataset, expected_urls
+from tests.servers.devdata import SOURCES, Dataset, build_dataset, expected_urls
 from tests.servers.devserver import (
     crawl_command,
     crawl_settings,
@@ -26,6 +28,7 @@ from tests.servers.devserver import (
     settings_module_usage,
     start_upstreams,
 )
+from tests.servers.devsystems import SERVERS, SYSTEMS, start_systems, system_commands
 from trawl.errors import TrawlUsageError
 from trawl.sources.target import parse_target
 
@@ -46,13 +49,17 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--urls", type=int, default=5_000, help="distinct URLs (default 5,000)")
     parser.add_argument("--overlap", type=float, default=0.4, help="share of URLs in 2+ sources (0.4)")
     parser.add_argument("--seed", type=int, default=0, help="random seed of the dataset (default 0)")
-    parser.add_argument("--sources", default=",".join(SOURCES), help="comma-separated (default: all seven)")
+    parser.add_argument(
+        "--sources",
+        default=",".join(SOURCES + SYSTEMS),
+        help="comma-separated URL sources and systems (responses, probe, live, crates); default all",
+    )
     parser.add_argument(
         "--port-base",
         type=int,
         default=None,
         metavar="PORT",
-        help="wayback on PORT, the next source on PORT+1...",
+        help="wayback on PORT, the next source on PORT+1..., then the systems' servers",
     )
     parser.add_argument(
         "--expected", type=Path, metavar="FILE", help="write the expected canonical URLs there"
@@ -73,11 +80,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if not 0 <= args.overlap <= 1:
         fail("--overlap must be between 0 and 1")
     args.sources = [s.strip() for s in args.sources.split(",") if s.strip()]
-    unknown = [s for s in args.sources if s not in SOURCES]
+    unknown = [s for s in args.sources if s not in SOURCES + SYSTEMS]
     if unknown or not args.sources:
         fail(f"--sources: unknown source {unknown[0]!r}" if unknown else "--sources: none given")
-    if args.port_base is not None and not 1024 <= args.port_base <= 65535 - len(SOURCES):
-        fail(f"--port-base must be between 1024 and {65535 - len(SOURCES)}")
+    if "responses" in args.sources and "wayback" not in args.sources:
+        fail("--sources: responses replays the wayback fake's captures: add wayback")
+    top = 65535 - len(SOURCES) - len(SERVERS)
+    if args.port_base is not None and not 1024 <= args.port_base <= top:
+        fail(f"--port-base must be between 1024 and {top}")
     module = args.settings_file
     if module is not None and (module.suffix != ".py" or not module.stem.isidentifier()):
         fail(f"--settings-file must name a Python module (like dev_settings.py), got {str(module)!r}")
@@ -88,7 +98,48 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def serve(args: argparse.Namespace, stack: ExitStack) -> None:
-    data = build_dataset(args.urls, args.overlap, seed=args.seed, sources=args.sources, domain=args.domain)
+    sources = [s for s in SOURCES if s in args.sources]
+    systems = [s for s in SYSTEMS if s in args.sources]
+    # Without a URL source the site still needs pages: the dataset of all seven, not served.
+    data = build_dataset(
+        args.urls, args.overlap, seed=args.seed, sources=sources or SOURCES, domain=args.domain
+    )
+    servers: dict[str, Any] = {}
+    if sources:
+        describe(data, args)
+        try:
+            servers = start_upstreams(data, stack, args.port_base)
+        except OSError as exc:
+            fail(f"cannot listen: {exc.strerror or exc}")
+    ports = {}
+    if args.port_base is not None:
+        ports = {name: args.port_base + len(SOURCES) + i for i, name in enumerate(SERVERS)}
+    try:
+        servers.update(start_systems(data.domain, sorted(data.sources_of), systems, stack, ports))
+    except OSError as exc:
+        fail(f"cannot listen: {exc.strerror or exc}")
+    for name, server in servers.items():
+        print(f"  {name:<13} {server.base_url}", flush=True)
+    if sources:
+        settings = crawl_settings({s: servers[s] for s in sources})
+        print(
+            f"\nCrawl the URL sources (politeness and filters off, into {settings['STORE_URI']}):\n",
+            flush=True,
+        )
+        print(crawl_command(data, settings) + "\n", flush=True)
+        if args.settings_file is not None:
+            path = args.settings_file.resolve()
+            path.write_text(settings_module(data, settings, path.stem, str(path.parent)), encoding="utf-8")
+            usage = settings_module_usage(data, path.stem, str(path.parent))
+            print(f"or, with the settings module written to {path}:\n\n{usage}\n", flush=True)
+    wayback = servers["wayback"].base_url if "wayback" in servers else None
+    for what, command in system_commands(data.domain, systems, servers, wayback):
+        print(f"{what}:\n\n{command}\n", flush=True)
+    print(f"ready: {len(servers)} servers for {data.domain} (Ctrl-C stops them)", flush=True)
+
+
+def describe(data: Dataset, args: argparse.Namespace) -> None:
+    """The dataset line, and the expected URLs written where ``--expected`` says."""
     expected = expected_urls(data)
     several = sum(1 for found in data.sources_of.values() if len(found) > 1)
     counts = ", ".join(f"{name} {count:,}" for name, count in data.per_source().items())
@@ -100,21 +151,6 @@ def serve(args: argparse.Namespace, stack: ExitStack) -> None:
     if args.expected is not None:
         args.expected.write_text("".join(url + "\n" for url in sorted(expected)), encoding="utf-8")
         print(f"expected URLs: {args.expected}", flush=True)
-    try:
-        servers = start_upstreams(data, stack, args.port_base)
-    except OSError as exc:
-        fail(f"cannot listen: {exc.strerror or exc}")
-    for name, server in servers.items():
-        print(f"  {name:<13} {server.base_url}", flush=True)
-    settings = crawl_settings(servers)
-    print(f"\nCrawl them all (politeness and filters off, into {settings['STORE_URI']}):\n", flush=True)
-    print(crawl_command(data, settings) + "\n", flush=True)
-    if args.settings_file is not None:
-        path = args.settings_file.resolve()
-        path.write_text(settings_module(data, settings, path.stem, str(path.parent)), encoding="utf-8")
-        usage = settings_module_usage(data, path.stem, str(path.parent))
-        print(f"or, with the settings module written to {path}:\n\n{usage}\n", flush=True)
-    print(f"ready: {len(servers)} upstreams for {data.domain} (Ctrl-C stops them)", flush=True)
 
 
 def _interrupt(signum: int, frame: object) -> None:

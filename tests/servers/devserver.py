@@ -1,7 +1,8 @@
 """Every source's fake upstream, serving one dataset, and the settings that point trawl at them.
 
 :func:`start_upstreams` starts one fake server per source on 127.0.0.1 (each
-the one its tests use, speaking the real wire format), accepting :data:`DEV_KEY`
+the one its tests use, speaking the real wire format; wayback's replays its
+captures too, :mod:`tests.servers.devreplay`), accepting :data:`DEV_KEY`
 where the source takes an API key; :func:`crawl_settings` gives the ``-s``
 settings of a crawl against them, :func:`crawl_command` the command line and
 :func:`settings_module` the same settings as a Scrapy settings module (Scrapy
@@ -27,8 +28,8 @@ from typing import Any
 
 from tests.servers.commoncrawl import FakeCommonCrawl
 from tests.servers.devdata import SOURCES, Dataset
+from tests.servers.devreplay import dev_replay
 from tests.servers.ghostarchive import FakeGhostArchive
-from tests.servers.ia_cdx import FakeCdxServer
 from tests.servers.intelx import FakeIntelX
 from tests.servers.otx import FakeOtxServer
 from tests.servers.urlscan import FakeUrlscanServer
@@ -45,8 +46,8 @@ GHOSTARCHIVE_PER_PAGE = 20
 
 def _server(source: str, data: Dataset) -> Any:
     domain = data.domain
-    if source == "wayback":
-        return FakeCdxServer(data.wayback, lines_per_page=WAYBACK_LINES_PER_PAGE)
+    if source == "wayback":  # the CDX server and the replay of its captures (trawl crawl responses)
+        return dev_replay(data.wayback, lines_per_page=WAYBACK_LINES_PER_PAGE)
     if source == "commoncrawl":
         return FakeCommonCrawl(
             data.commoncrawl, collinfo=data.collinfo(), lines_per_block=COMMONCRAWL_LINES_PER_BLOCK
