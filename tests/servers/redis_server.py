@@ -14,6 +14,7 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -42,13 +43,15 @@ def ping(port: int) -> bool:
 class RedisServer:
     """``with RedisServer() as redis: redis.url`` -> ``redis://127.0.0.1:PORT/0``."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, options: Sequence[str] = ()) -> None:
         executable = shutil.which("redis-server")
         if executable is None:
             pytest.skip("redis-server is not installed (apt-get install redis-server; .ci/run does)")
         self.executable = executable
         self.port = port or _free_port()
         self.folder = Path(tempfile.mkdtemp(prefix="trawl-redis-"))
+        #: More ``redis-server`` options (``--enable-debug-command yes`` for ``DEBUG SLEEP``).
+        self.options = list(options)
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -58,7 +61,7 @@ class RedisServer:
     def start(self) -> None:
         command = [
             self.executable, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-            "--appendonly", "no", "--dir", str(self.folder), "--protected-mode", "no",
+            "--appendonly", "no", "--dir", str(self.folder), "--protected-mode", "no", *self.options,
         ]  # fmt: skip
         self.process = subprocess.Popen(
             command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=self.folder
