@@ -10,10 +10,13 @@ the generated site through the printed proxy, the crates.io dump (and
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
 import sqlite3
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,9 +112,26 @@ def test_every_printed_command_runs_top_to_bottom_and_stores_records(
     assert count(db, "SELECT count(*) FROM crate_records") == 400
     assert count(db, "SELECT count(*) FROM version_records") == 4000
     assert len(outputs[6].stdout.splitlines()) == 20
+    # The zip variant and the API beside the dump, as the crates line names them.
+    line = next(line for line in server.lines if line.startswith("Load the crates.io db-dump"))
+    zip_url, api_url = re.fullmatch(r".*\(also (\S+); the API: (\S+)\):", line).groups()
+    with urllib.request.urlopen(zip_url, timeout=30) as answer:
+        assert answer.read(4) == b"PK\x03\x04"
+    listing = urllib.request.Request(
+        f"{api_url}/api/v1/crates?per_page=2", headers={"User-Agent": "dev (t@x)"}
+    )
+    with urllib.request.urlopen(listing, timeout=30) as answer:
+        assert [c["name"] for c in json.load(answer)["crates"]] == ["crate-0", "crate-1"]
 
 
 def test_a_system_alone_and_a_system_without_what_it_needs() -> None:
+    alone = DevServer("--sources", "crates")
+    try:
+        assert alone.wait_for("ready: ") == "ready: 2 servers for example.com (Ctrl-C stops them)"
+        assert [c[1:3] for c in printed_commands(alone.lines)] == [["crawl", "crates"], ["crates", "top"]]
+    finally:
+        alone.process.kill()
+        alone.process.wait()
     done = processes.run(
         [sys.executable, "-m", "tests.servers", "--sources", "responses"],
         cwd=ROOT,

@@ -100,11 +100,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def serve(args: argparse.Namespace, stack: ExitStack) -> None:
     sources = [s for s in SOURCES if s in args.sources]
     systems = [s for s in SYSTEMS if s in args.sources]
-    # Without a URL source the site still needs pages: the dataset of all seven, not served.
-    data = build_dataset(
-        args.urls, args.overlap, seed=args.seed, sources=sources or SOURCES, domain=args.domain
-    )
     servers: dict[str, Any] = {}
+    domain, pages = args.domain, []
+    if sources or "probe" in systems or "live" in systems:
+        # Without a URL source the site still needs pages: the dataset of all seven, not served.
+        data = build_dataset(
+            args.urls, args.overlap, seed=args.seed, sources=sources or SOURCES, domain=args.domain
+        )
+        domain, pages = data.domain, sorted(data.sources_of)
     if sources:
         describe(data, args)
         try:
@@ -115,27 +118,25 @@ def serve(args: argparse.Namespace, stack: ExitStack) -> None:
     if args.port_base is not None:
         ports = {name: args.port_base + len(SOURCES) + i for i, name in enumerate(SERVERS)}
     try:
-        servers.update(start_systems(data.domain, sorted(data.sources_of), systems, stack, ports))
+        servers.update(start_systems(domain, pages, systems, stack, ports))
     except OSError as exc:
         fail(f"cannot listen: {exc.strerror or exc}")
     for name, server in servers.items():
         print(f"  {name:<13} {server.base_url}", flush=True)
+    print("\nRun these in order, from one folder (each reads what the ones before stored).", flush=True)
     if sources:
         settings = crawl_settings({s: servers[s] for s in sources})
-        print(
-            f"\nCrawl the URL sources (politeness and filters off, into {settings['STORE_URI']}):\n",
-            flush=True,
-        )
-        print(crawl_command(data, settings) + "\n", flush=True)
+        what = f"Crawl the URL sources (politeness and filters off, into {settings['STORE_URI']})"
+        print(f"\n{what}:\n\n{crawl_command(data, settings)}", flush=True)
         if args.settings_file is not None:
             path = args.settings_file.resolve()
             path.write_text(settings_module(data, settings, path.stem, str(path.parent)), encoding="utf-8")
             usage = settings_module_usage(data, path.stem, str(path.parent))
-            print(f"or, with the settings module written to {path}:\n\n{usage}\n", flush=True)
+            print(f"\nor, with the settings module written to {path}:\n\n{usage}", flush=True)
     wayback = servers["wayback"].base_url if "wayback" in servers else None
-    for what, command in system_commands(data.domain, systems, servers, wayback):
-        print(f"{what}:\n\n{command}\n", flush=True)
-    print(f"ready: {len(servers)} servers for {data.domain} (Ctrl-C stops them)", flush=True)
+    for what, command in system_commands(domain, systems, servers, wayback):
+        print(f"\n{what}:\n\n{command}", flush=True)
+    print(f"\nready: {len(servers)} servers for {domain} (Ctrl-C stops them)", flush=True)
 
 
 def describe(data: Dataset, args: argparse.Namespace) -> None:
