@@ -403,3 +403,30 @@ def test_a_crawler_built_during_a_redis_outage_waits_instead_of_failing(tmp_path
         check_run(crawler.settings, plugins=None, redis_checked=True)  # type: ignore[arg-type]
         with pytest.raises(TrawlUsageError, match="cannot reach Redis"):  # `trawl crawl`: one line at start
             check_run(crawler.settings, plugins=None)  # type: ignore[arg-type]
+
+
+class LoadingRedis:
+    """A Redis started again and still loading its saved queue: ``INFO`` answers (Redis allows it while
+    loading), everything else is refused with ``LOADING``."""
+
+    def info(self, *sections: str) -> dict[str, Any]:
+        return {"uptime_in_seconds": 0, "loading": 1}
+
+    def register_script(self, script: str) -> Any:
+        return self.__getattr__("evalsha")  # called: refused
+
+    def __getattr__(self, name: str) -> Any:
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            raise redis.BusyLoadingError("Redis is loading the dataset in memory")
+
+        return refused
+
+
+def test_a_redis_still_loading_is_still_away_for_the_reapers() -> None:
+    """The reapers' first command after a restart is ``INFO``, which Redis answers while it loads its
+    saved queue: taken for its return, it ended the outage (``Redis is back``), and the next command,
+    refused with ``LOADING``, started a second one: the outage logged twice (seen at load 5)."""
+    with pytest.raises(redis.BusyLoadingError):
+        WorkQueue(LoadingRedis()).reap("w-1")  # type: ignore[arg-type]
+    with pytest.raises(redis.BusyLoadingError):
+        RunRequests(LoadingRedis(), "run-1", "w-1").reap(heartbeat=1.0)  # type: ignore[arg-type]

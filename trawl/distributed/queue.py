@@ -112,6 +112,20 @@ def heartbeat_key(worker: str) -> str:
     return f"{PREFIX}heartbeat:{worker}"
 
 
+def server_uptime(client: redis.Redis) -> int:
+    """Seconds since Redis started; ``BusyLoadingError`` (an outage) while it loads its saved data.
+
+    ``INFO`` is one of the few commands Redis answers while loading: taken at its word, a reaper's
+    first call after a restart ended the outage, and the next command, refused with ``LOADING``,
+    began a second one (the outage said twice)."""
+    import redis as redis_module
+
+    info = client.info("server", "persistence")
+    if int(info.get("loading", 0)):
+        raise redis_module.BusyLoadingError("Redis is loading its saved data")
+    return int(info.get("uptime_in_seconds", 0))
+
+
 @dataclass
 class Status:
     """What ``trawl queue`` prints: counts per (domain, source), the workers, the dead letters."""
@@ -242,8 +256,7 @@ class WorkQueue:
         heartbeat may have expired, and a live worker's backoff (at most one expiry,
         :mod:`trawl.distributed.outage`) and its next beat take that long.
         """
-        uptime = int(self.client.info("server").get("uptime_in_seconds", 0))
-        if uptime < 2 * self.heartbeat * MISSED_BEATS:
+        if server_uptime(self.client) < 2 * self.heartbeat * MISSED_BEATS:
             return []
         reaped = []
         for member in self.client.smembers(WORKERS):

@@ -86,7 +86,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from scrapy.utils.request import request_from_dict
 
-from trawl.distributed.queue import MISSED_BEATS, heartbeat_key
+from trawl.distributed.queue import MISSED_BEATS, heartbeat_key, server_uptime
 from trawl.errors import TrawlError
 
 if TYPE_CHECKING:
@@ -347,8 +347,7 @@ class RunRequests:
         expired: :meth:`trawl.distributed.queue.WorkQueue.reap` waits the same).
         """
         if heartbeat:
-            uptime = int(self.client.info("server").get("uptime_in_seconds", 0))
-            if uptime < 2 * heartbeat * MISSED_BEATS:
+            if server_uptime(self.client) < 2 * heartbeat * MISSED_BEATS:
                 return {}
         reaped = {}
         for member in self.client.smembers(self.holders):
