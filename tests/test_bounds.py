@@ -229,11 +229,8 @@ def request_of(name: str, source: type) -> Any:
     )
 
 
-@pytest.mark.parametrize(("name", "setting"), [("live", "LIVE_MAX_BYTES"), ("probe", "DOWNLOAD_MAXSIZE")])
-def test_what_an_answer_to_the_live_crawl_or_the_probe_inflates_to_is_bounded(
-    name: str, setting: str
-) -> None:
-    """Their requests' ``download_maxsize: 0`` (not to fail a 2 GB ISO on its Content-Length) made
+def test_what_an_answer_to_the_live_crawl_inflates_to_is_bounded() -> None:
+    """Its requests' ``download_maxsize: 0`` (not to fail a 2 GB ISO on its Content-Length) made
     Scrapy inflate a compressed answer without limit: 64 MiB here, 1 GiB as well."""
     from scrapy.http import HtmlResponse
     from scrapy.utils.test import get_crawler
@@ -241,18 +238,48 @@ def test_what_an_answer_to_the_live_crawl_or_the_probe_inflates_to_is_bounded(
     from tests.servers.hostile import gzip_bomb
     from trawl.politeness.bounds import BoundedCompressionMiddleware, ResponseTooLarge
 
-    source = registered_sources()[name]
+    source = registered_sources()["live"]
     crawler = get_crawler(source, {"DOWNLOAD_MAXSIZE": 2 << 20, "LIVE_MAX_BYTES": 1 << 20})
     middleware = BoundedCompressionMiddleware(crawler=crawler)
-    request = request_of(name, source)
+    request = request_of("live", source)
     assert request.meta["download_maxsize"] == 0
     body = gzip_bomb(64 << 20)
     response = HtmlResponse(request.url, body=body, headers={"Content-Encoding": "gzip"}, request=request)
     with pytest.raises(ResponseTooLarge) as raised:
         middleware.process_response(request, response)
-    limit = crawler.settings.getint(setting)
-    assert (raised.value.limit, raised.value.setting, raised.value.wire) == (limit, setting, len(body))
+    limit = crawler.settings.getint("LIVE_MAX_BYTES")
+    told = raised.value
+    assert (told.limit, told.setting, told.wire) == (limit, "LIVE_MAX_BYTES", len(body))
     assert limit < raised.value.received <= limit + (64 << 10)  # stopped at the limit, 64 KiB at a time
+
+
+@pytest.mark.parametrize("members", [1, 8])
+def test_what_an_answer_to_the_probe_inflates_to_is_cut_at_probe_max_bytes(members: int) -> None:
+    """The probe keeps the first ``PROBE_MAX_BYTES`` of any body: a compressed one inflates that far
+    and is cut there, flagged as a body cut on the wire (it inflated to ``DOWNLOAD_MAXSIZE``,
+    64 MiB by default, and failed, its status lost). Several gzip members are read in turn."""
+    import gzip
+
+    from scrapy.http import HtmlResponse
+    from scrapy.utils.test import get_crawler
+
+    from trawl.politeness.bounds import BoundedCompressionMiddleware
+
+    source = registered_sources()["probe"]
+    crawler = get_crawler(source, {"DOWNLOAD_MAXSIZE": 2 << 20, "PROBE_MAX_BYTES": 65536})
+    middleware = BoundedCompressionMiddleware(crawler=crawler)
+    request = request_of("probe", source)
+    assert request.meta["download_maxsize"] == 0
+    page = b"<html><body>" + b"<p>many words</p>" * 200_000
+    step = len(page) // members + 1
+    body = b"".join(gzip.compress(page[i : i + step]) for i in range(0, len(page), step))
+    response = HtmlResponse(request.url, body=body, headers={"Content-Encoding": "gzip"}, request=request)
+    cut = middleware.process_response(request, response)
+    assert cut.body == page[:65536]
+    assert "download_stopped" in cut.flags
+    small = HtmlResponse(request.url, body=gzip.compress(page[:1000]), headers={"Content-Encoding": "gzip"})
+    whole = middleware.process_response(request, small)
+    assert (whole.body, whole.flags) == (page[:1000], [])
 
 
 #: Runs ``trawl.cli`` and writes the process's own peak RSS (VmHWM) to ``peak_rss_kb`` as it ends.

@@ -34,7 +34,12 @@ verified by ``tests/test_bounds.py``. What this module adds is the saying:
   item 5). Here 0 turns off the limit on the wire only: a compressed body
   still inflates at most to the setting the request names in
   ``meta[INFLATE_LIMIT]`` (``LIVE_MAX_BYTES``), else to the source's
-  ``DOWNLOAD_MAXSIZE``, and fails with :class:`ResponseTooLarge` past it.
+  ``DOWNLOAD_MAXSIZE``, and fails with :class:`ResponseTooLarge` past it;
+  or, for a request that also sets ``meta[INFLATE_CUT]`` (the probe, which
+  keeps the first ``PROBE_MAX_BYTES`` of any body), is cut there: the response
+  goes on with the first bytes it inflates to, flagged ``download_stopped``
+  as a body cut on the wire is. A gzip bomb answered to the probe inflated to
+  64 MiB (``DOWNLOAD_MAXSIZE``) to keep 64 KiB, and its record lost its status.
 
 The download handler (:mod:`trawl.politeness.handler`) feeds :class:`BodyWatch`
 from Scrapy's ``headers_received`` and ``bytes_received`` signals.
@@ -44,6 +49,7 @@ from __future__ import annotations
 
 import logging
 import time
+import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -68,6 +74,9 @@ SLOW_ANSWER_RETRIES = 1
 #: a request with ``download_maxsize: 0`` may inflate to (a name: the meta of a spread request
 #: is pickled, and the line that says the page was cut names the setting).
 INFLATE_LIMIT = "trawl_inflate_limit"
+#: request.meta key: past ``INFLATE_LIMIT``, keep the first bytes (flagged ``download_stopped``)
+#: rather than fail (gzip and deflate; a body in another encoding still fails).
+INFLATE_CUT = "trawl_inflate_cut"
 #: The setting that sets a source's limit unless the request names another.
 MAXSIZE = "DOWNLOAD_MAXSIZE"
 
@@ -235,15 +244,20 @@ class BoundedCompressionMiddleware(HttpCompressionMiddleware):
         self.crawler = crawler
         self._request: Request | None = None
         self._limit: tuple[int, str] | None = None
+        self._cut = False
 
     def process_response(self, request: Request, response: Any, spider: Any = None) -> Any:
         self._request = request
         self._limit = self.inflate_limit(request)
+        self._cut = False
         try:
-            return super().process_response(request, response)
+            response = super().process_response(request, response)
         finally:
             self._request = None
             self._limit = None
+        if self._cut and "download_stopped" not in response.flags:
+            response = response.replace(flags=[*response.flags, "download_stopped"])
+        return response
 
     def inflate_limit(self, request: Request) -> tuple[int, str]:
         """The bytes a compressed answer to ``request`` may inflate to, and the setting that says so."""
@@ -267,6 +281,12 @@ class BoundedCompressionMiddleware(HttpCompressionMiddleware):
             inflated = exc.decompressed_size
         else:
             inflated = None
+        if inflated is not None and self._request is not None and self._request.meta.get(INFLATE_CUT):
+            to_decode, kept = self._split_encodings(content_encoding)
+            head = inflate_head(body, to_decode, max_size)
+            if head is not None:
+                self._cut = True
+                return head, kept
         if inflated is not None:
             # Raised out of the except block: as the context of ours, Scrapy's exception would
             # keep its traceback, and so gunzip's buffer (the limit's worth of bytes), alive
@@ -278,6 +298,29 @@ class BoundedCompressionMiddleware(HttpCompressionMiddleware):
             if len(body) < warn_size <= len(decoded):
                 warn_large(self.crawler, request, len(decoded), warn_size, max_size, decompressed=True)
         return decoded, kept
+
+
+def inflate_head(body: bytes, encodings: list[bytes], limit: int) -> bytes | None:
+    """The first ``limit`` bytes a gzip or deflate body inflates to, never more in memory
+    (a body cut short on the wire gives what it holds); ``None`` for any other encoding."""
+    if len(encodings) != 1 or encodings[0] not in (b"gzip", b"x-gzip", b"deflate"):
+        return None
+    gzipped = encodings[0] != b"deflate"
+    out = bytearray()
+    data = body
+    for wbits in (31,) if gzipped else (15, -15):  # deflate: zlib-wrapped, else raw, as servers send it
+        try:
+            while data and len(out) < limit:
+                inflater = zlib.decompressobj(wbits)
+                out += inflater.decompress(data, limit - len(out))
+                if not (gzipped and inflater.eof):
+                    break
+                data = inflater.unused_data  # gzip members follow one another (RFC 1952 2.2)
+            return bytes(out)
+        except zlib.error:
+            if out:
+                return bytes(out)
+    return None
 
 
 def warn_large(

@@ -113,6 +113,7 @@ class LiveSpider(SourceSpider):
             "CONCURRENT_REQUESTS_PER_DOMAIN", int(settings.get("LIVE_HOST_CONCURRENCY") or 2), "spider"
         )
         redirects.install(settings)  # the random path's and robots.txt's redirects: into scope only
+        settings.set("ROBOTSTXT_PARSER", "trawl.sources.live.robots.BoundedRobotParser", priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> LiveSpider:

@@ -16,6 +16,12 @@ identity``) inflates at most to ``LIVE_MAX_BYTES`` too (``meta[INFLATE_LIMIT]``,
 verdict ``error``, counted as ``trawl/live/too_large``. Before, a 1 MB page
 inflating to 1 GiB was read whole (4.36 GB of RSS) and stored as a page.
 
+**robots.txt** (Scrapy's request, ``meta["dont_obey_robotstxt"]``) is read up
+to :data:`~trawl.sources.live.robots.ROBOTS_MAX_BYTES` (500 KiB) and no
+further, said once in a WARNING (``robots.txt ... over 500 KiB``), counted as
+``trawl/live/robots_cut``; the rest is neither downloaded nor parsed
+(:mod:`.robots`).
+
 **Hosts.** Each host's download slot takes ``LIVE_HOST_CONCURRENCY`` requests at
 once (2 by default); the source's concurrency (``SOURCE_CONCURRENCY["live"]``,
 8 by default) bounds the whole crawl.
@@ -27,8 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import StopDownload
 
+from trawl.politeness.bounds import size_text
 from trawl.politeness.downloader import Downloader
 from trawl.sources.live.links import page_kind
+from trawl.sources.live.robots import ROBOTS_MAX_BYTES
 
 if TYPE_CHECKING:
     from scrapy import Request
@@ -55,11 +63,21 @@ class PageCap:
             raise StopDownload(fail=False)
 
     def bytes_received(self, data: bytes, request: Request, spider: Any) -> None:
-        if LIVE not in request.meta:
+        robots = LIVE not in request.meta and request.meta.get("dont_obey_robotstxt")
+        if LIVE not in request.meta and not robots:
             return
         owner, read = request.meta.get(_READ, (None, 0))
         read = (read if owner == id(request) else 0) + len(data)
         request.meta[_READ] = (id(request), read)
+        if robots:
+            if read > ROBOTS_MAX_BYTES:
+                self.crawler.stats.inc_value("trawl/live/robots_cut")
+                spider.logger.warning(
+                    "%s: %s: robots.txt over %s: read no further, the rules past it ignored",
+                    spider.name, request.url, size_text(ROBOTS_MAX_BYTES),
+                )  # fmt: skip
+                raise StopDownload(fail=False)
+            return
         if read >= self.max_bytes:
             self.crawler.stats.inc_value("trawl/live/truncated")
             raise StopDownload(fail=False)

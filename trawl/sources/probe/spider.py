@@ -40,6 +40,7 @@ from twisted.python.failure import Failure
 
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.politeness.bounds import INFLATE_CUT, INFLATE_LIMIT
 from trawl.politeness.ratelimit import source_concurrency
 from trawl.run.stopping import Abandoned
 from trawl.settings_checks import Setting, whole
@@ -116,6 +117,7 @@ class ProbeSpider(Source):
         settings.set("CONCURRENT_REQUESTS_PER_DOMAIN", host, priority="spider")  # the connection pool's size
         settings.set("AUTOTHROTTLE_TARGET_CONCURRENCY", float(total), priority="spider")
         redirects.install(settings)
+        settings.set("ROBOTSTXT_PARSER", "trawl.sources.live.robots.BoundedRobotParser", priority="spider")
 
     @classmethod
     def from_crawler(cls, crawler: Any, *args: Any, **kwargs: Any) -> ProbeSpider:
@@ -219,6 +221,9 @@ class ProbeSpider(Source):
             # transfer.BodyCap cuts bodies at PROBE_MAX_BYTES; Scrapy's limits would fail the answer instead.
             "download_maxsize": 0,
             "download_warnsize": 0,
+            # A compressed body (sent despite identity) inflates to PROBE_MAX_BYTES, kept cut there.
+            INFLATE_LIMIT: "PROBE_MAX_BYTES",
+            INFLATE_CUT: True,
         }
         if any_body:
             meta[ANY_BODY] = True

@@ -11,7 +11,11 @@ Scrapy's ``DOWNLOAD_MAXSIZE`` / ``DOWNLOAD_WARNSIZE`` are set to 0 on each probe
 request (``meta``) on purpose: they fail an answer whose ``Content-Length`` is over
 them before one byte is read, and a probe of a 2 GB ISO must still say "200,
 application/octet-stream, 2 GB", not "failed". Probe requests ask for
-``Accept-Encoding: identity``, so the bytes counted are the body's own.
+``Accept-Encoding: identity``, so the bytes counted are the body's own; a
+server that compresses all the same gets its body inflated to
+``PROBE_MAX_BYTES`` at most and cut there, flagged ``truncated`` too
+(``meta[INFLATE_CUT]``, :mod:`trawl.politeness.bounds`): a gzip bomb costs
+64 KiB, not the 64 MiB of ``DOWNLOAD_MAXSIZE``, and keeps its status.
 
 **Hosts.** :class:`ProbeDownloader` gives each host's download slot (Scrapy's
 per-hostname slots) ``PROBE_HOST_CONCURRENCY`` requests at once (2 by default),
