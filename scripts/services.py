@@ -123,13 +123,14 @@ class Services:
         )
 
     def redis_pid(self) -> int | None:
-        """The pid of this folder's redis-server if it is alive."""
+        """The pid of this folder's redis-server if it is alive: a pid file left by a crash or a reboot
+        may name another process by now, which ``stop`` must never signal."""
         try:
             pid = int((self.redis_dir / "redis.pid").read_text().strip())
-            os.kill(pid, 0)
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
         except (OSError, ValueError):
             return None
-        return pid
+        return pid if b"redis-server" in command else None
 
     def redis_up(self, ports: dict[str, int]) -> bool:
         return "redis" in ports and self.redis_pid() is not None and redis_answers(ports["redis"])
