@@ -40,16 +40,10 @@ def _version(timestamp: str) -> int:
     return 1 if timestamp and timestamp[:4] < "2016" else 2
 
 
-def registered(host: str) -> str:
-    """``example.com`` for ``www.example.com`` (the dataset's hosts are one label under the domain)."""
-    parts = host.split(".")
-    return ".".join(parts[-2:]) if len(parts) > 2 else host
-
-
-def script(url: str, timestamp: str = "") -> bytes:
+def script(url: str, domain: str, timestamp: str = "") -> bytes:
     """A bundle calling the site's API the ways front-end code does."""
     host = urlsplit(url).hostname or ""
-    domain, n, v = registered(host), _number(url), _version(timestamp)
+    n, v = _number(url), _version(timestamp)
     own, other = RESOURCES[n % len(RESOURCES)], RESOURCES[(n // 8) % len(RESOURCES)]
     return f"""/*! app bundle {n:x} (api v{v}) */
 (function () {{
@@ -74,11 +68,11 @@ def script(url: str, timestamp: str = "") -> bytes:
 """.encode()
 
 
-def api_answer(url: str, timestamp: str = "") -> bytes:
+def api_answer(url: str, domain: str, timestamp: str = "") -> bytes:
     """A page of an API listing: its items, the next page, the docs."""
     parts = urlsplit(url)
     host = parts.hostname or ""
-    domain, n, v = registered(host), _number(url), _version(timestamp)
+    n, v = _number(url), _version(timestamp)
     resource = RESOURCES[n % len(RESOURCES)]
     items = [
         {"id": n % 1000 + k, "href": f"https://{host}/api/v{v}/{resource}/{n % 1000 + k}?expand=owner"}
@@ -119,12 +113,13 @@ def page(url: str, timestamp: str = "", links: Sequence[str] = ()) -> bytes:
 """.encode()
 
 
-def body_for(url: str, mime: str, timestamp: str = "", links: Sequence[str] = ()) -> bytes:
-    """What ``url`` (of type ``mime``) serves, as captured at ``timestamp`` (``""``: live today)."""
+def body_for(url: str, mime: str, domain: str, timestamp: str = "", links: Sequence[str] = ()) -> bytes:
+    """What ``url`` (of type ``mime``, on ``domain``) serves, as captured at ``timestamp`` (``""``: live
+    today)."""
     if "javascript" in mime:
-        return script(url, timestamp)
+        return script(url, domain, timestamp)
     if mime == "application/json":
-        return api_answer(url, timestamp)
+        return api_answer(url, domain, timestamp)
     if mime == "image/jpeg":
         return JPEG
     if mime == "application/pdf":

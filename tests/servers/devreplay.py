@@ -19,13 +19,13 @@ from tests.servers.ia_cdx import Capture
 from tests.servers.ia_replay import FakeReplayServer, Memento, content_digest
 
 
-def dev_replay(captures: Iterable[Capture], lines_per_page: int) -> FakeReplayServer:
-    """The replay server of ``captures`` (a mementos per ``200`` capture), not started."""
+def dev_replay(captures: Iterable[Capture], domain: str, lines_per_page: int) -> FakeReplayServer:
+    """The replay server of ``captures`` of ``domain`` (a memento per ``200`` capture), not started."""
     listed: list[Capture] = []
     mementos: dict[tuple[str, str], Memento] = {}
     for capture in captures:
         if capture.statuscode == "200":
-            body = body_for(capture.original, capture.mimetype, capture.timestamp)
+            body = body_for(capture.original, capture.mimetype, domain, capture.timestamp)
             mementos[(capture.original, capture.timestamp)] = Memento(200, body, capture.mimetype)
             capture = capture._replace(digest=content_digest(body), length=str(len(body)))
         listed.append(capture)

@@ -47,7 +47,7 @@ GHOSTARCHIVE_PER_PAGE = 20
 def _server(source: str, data: Dataset) -> Any:
     domain = data.domain
     if source == "wayback":  # the CDX server and the replay of its captures (trawl crawl responses)
-        return dev_replay(data.wayback, lines_per_page=WAYBACK_LINES_PER_PAGE)
+        return dev_replay(data.wayback, domain, lines_per_page=WAYBACK_LINES_PER_PAGE)
     if source == "commoncrawl":
         return FakeCommonCrawl(
             data.commoncrawl, collinfo=data.collinfo(), lines_per_block=COMMONCRAWL_LINES_PER_BLOCK

@@ -20,6 +20,9 @@ What the site holds, on every host:
   the host's first 100 URLs;
 * the trap: ``/calendar/YYYY/MM`` links the month before and the month after,
   without end (the live crawl's per-pattern cap stops it);
+* the pages the navigation and forms name (``/account/``, ``/search``...); the API
+  answers under ``/api/v2/`` (any path), while ``/api/v1/``, which the old
+  captures call, is ``410 Gone`` but for the dataset's own URLs;
 * ``m.DOMAIN`` is a soft-404 host: any unknown path is a ``200`` "not found" page.
 """
 
@@ -49,6 +52,13 @@ NEXT_LINKS, HOME_LINKS, SITEMAP_URLS = 3, 10, 100
 #: One URL in this many answers 404 (gone since the archives saw it).
 GONE_EVERY = 12
 HTML = {"Content-Type": "text/html; charset=utf-8", "Server": SERVER}
+#: The pages every page's navigation and forms name (:func:`tests.servers.devpages.page`).
+NAVIGATION = {
+    "/account/": "Account",
+    "/account/login": "Sign in",
+    "/help/contact": "Contact",
+    "/search": "Search",
+}
 
 
 def _small_page(title: str, text: str) -> bytes:
@@ -114,18 +124,20 @@ class DevSite(LocalServer):
         if place is not None and not _gone(path_qs):
             following = self.paths[host][place + 1 : place + 1 + NEXT_LINKS]
             mime = mime_of(path_qs)
-            body = body_for(base + path_qs, mime, links=[base + p for p in following])
+            body = body_for(base + path_qs, mime, self.domain, links=[base + p for p in following])
             ctype = f"{mime}; charset=utf-8" if mime.startswith(("text/", "application/j")) else mime
             return 200, body, {"Content-Type": ctype, "Server": SERVER}
         if path_qs.startswith("/assets/js/") and request.path.endswith(".js"):
-            return (
-                200,
-                body_for(base + path_qs, "application/javascript"),
-                {
-                    "Content-Type": "application/javascript",
-                    "Server": SERVER,
-                },
-            )
+            script = body_for(base + path_qs, "application/javascript", self.domain)
+            return 200, script, {"Content-Type": "application/javascript", "Server": SERVER}
+        if request.path in NAVIGATION:
+            return 200, _small_page(NAVIGATION[request.path], "Sign in, search or write to us."), HTML
+        if request.path.startswith(("/api/v2/", "/v2/")):
+            answer = body_for(base + path_qs, "application/json", self.domain)
+            return 200, answer, {"Content-Type": "application/json", "Server": SERVER}
+        if request.path.startswith(("/api/v1/", "/v1/")):
+            retired = b'{"error":"API v1 was retired in 2016: use /api/v2/"}'
+            return 410, retired, {"Content-Type": "application/json", "Server": SERVER}
         if host == f"m.{self.domain}":  # the soft-404 host
             return 200, _small_page("Mobile", f"Sorry, {request.path} is not here any more."), HTML
         return 404, _small_page("Not found", f"The page {request.path} does not exist."), HTML
@@ -140,7 +152,7 @@ class DevSite(LocalServer):
             f"{base}/private/admin.html",
             "https://www.iana.org/domains/example",
         ]
-        return body_for(f"{base}/", "text/html", links=links)
+        return body_for(f"{base}/", "text/html", self.domain, links=links)
 
     def _sitemap(self, host: str, base: str) -> bytes:
         locs = "".join(f"<url><loc>{base}{p}</loc></url>" for p in self.paths.get(host, [])[:SITEMAP_URLS])
