@@ -70,8 +70,10 @@ def test_every_printed_command_runs_top_to_bottom_and_stores_records(
         ["crawl", "probe"],
         ["crawl", "live"],
         ["crawl", "crates"],
+        ["crawl", "crates"],
         ["crates", "top"],
     ]
+    assert commands[6][3:5] == ["-a", "mode=incremental"]
     outputs = []
     for command in commands:
         done = processes.run(
@@ -108,10 +110,12 @@ def test_every_printed_command_runs_top_to_bottom_and_stores_records(
     assert len(live_urls) > 200
     assert count(db, "SELECT count(*) FROM link_records") > 200
 
-    # crates: the generated dump's 400 crates, and the top list read back.
+    # crates: the generated dump's 400 crates, the API's 8 new versions since, the top list read back.
     assert count(db, "SELECT count(*) FROM crate_records") == 400
-    assert count(db, "SELECT count(*) FROM version_records") == 4000
-    assert len(outputs[6].stdout.splitlines()) == 20
+    assert count(db, "SELECT count(*) FROM version_records") == 4008
+    assert count(db, "SELECT count(*) FROM version_records WHERE num = '1.0.0'") == 8
+    assert "8 crates fetched from the API" in outputs[6].stderr
+    assert len(outputs[7].stdout.splitlines()) == 20
     # The zip variant and the API beside the dump, as the crates line names them.
     line = next(line for line in server.lines if line.startswith("Load the crates.io db-dump"))
     zip_url, api_url = re.fullmatch(r".*\(also (\S+); the API: (\S+)\):", line).groups()
@@ -128,7 +132,8 @@ def test_a_system_alone_and_a_system_without_what_it_needs() -> None:
     alone = DevServer("--sources", "crates")
     try:
         assert alone.wait_for("ready: ") == "ready: 2 servers for example.com (Ctrl-C stops them)"
-        assert [c[1:3] for c in printed_commands(alone.lines)] == [["crawl", "crates"], ["crates", "top"]]
+        printed = [c[1:3] for c in printed_commands(alone.lines)]
+        assert printed == [["crawl", "crates"], ["crawl", "crates"], ["crates", "top"]]
     finally:
         alone.process.kill()
         alone.process.wait()

@@ -6,7 +6,8 @@ conventions) at a small scale: 0.002 gives 400 crates, 4,000 versions and
 once into a temporary folder and served as static.crates.io serves it, at
 ``/db-dump.tar.gz`` and ``/db-dump.zip``, so ``CRATES_DUMP_URL`` is a plain
 ``http://`` URL. :class:`~tests.servers.crates_api.FakeCratesApi` serves the
-same crates and versions (``-a mode=api`` and ``incremental``).
+same crates and versions, eight of them updated the day after the dump (what
+``-a mode=incremental`` then fetches).
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ from tests.servers.crates_dump import FakeCratesDumpServer
 from tests.servers.local import Answer, SeenRequest
 
 SCALE = 0.002
+#: The API's crates updated after the dump (a new version each): what ``-a mode=incremental`` fetches.
+UPDATED_EVERY = 50
+UPDATED_AT = "2026-09-02T10:00:00.000000Z"
 
 
 class DevCratesDump(FakeCratesDumpServer):
@@ -45,9 +49,10 @@ def _iso(stamp: str | None) -> str:
 
 
 def api_crates(folder: Path) -> list[FakeCrate]:
-    """The dump's crates with their versions, as the API fake holds them."""
+    """The dump's crates with their versions, as the API fake holds them, one in
+    :data:`UPDATED_EVERY` with a version ``1.0.0`` published the day after the dump."""
     data = folder / SNAPSHOT / "data"
-    crates = pl.read_csv(data / "crates.csv", infer_schema=False)
+    table = pl.read_csv(data / "crates.csv", infer_schema=False)
     versions = pl.read_csv(data / "versions.csv", infer_schema=False)
     downloads = dict(pl.read_csv(data / "crate_downloads.csv").iter_rows())
     by_crate: dict[int, list[FakeVersion]] = {}
@@ -65,7 +70,7 @@ def api_crates(folder: Path) -> list[FakeCrate]:
                 rust_version=row["rust_version"],
             )
         )
-    return [
+    crates = [
         FakeCrate(
             id=int(row["id"]),
             name=row["name"],
@@ -78,8 +83,13 @@ def api_crates(folder: Path) -> list[FakeCrate]:
             downloads=int(downloads.get(int(row["id"]), 0)),
             versions=by_crate.get(int(row["id"]), []),
         )
-        for row in crates.iter_rows(named=True)
+        for row in table.iter_rows(named=True)
     ]
+    next_id = max((v.id for c in crates for v in c.versions), default=0) + 1
+    for number, crate in enumerate(crates[::UPDATED_EVERY]):
+        crate.versions.append(FakeVersion(next_id + number, "1.0.0", UPDATED_AT, UPDATED_AT, license="MIT"))
+        crate.updated_at = UPDATED_AT
+    return crates
 
 
 def dev_crates(scale: float = SCALE) -> tuple[DevCratesDump, FakeCratesApi]:

@@ -30,6 +30,8 @@ FILES_STORE = "trawl-dev-files"
 RESPONSES_QUERY = "source:wayback AND (ext:js OR ext:html OR path:/api/*)"
 #: Pages the printed live crawl fetches at most: the site is as big as the dataset.
 LIVE_MAX_PAGES = 300
+#: crates.io asks API clients for a User-Agent naming them and a contact.
+CRATES_USER_AGENT = "trawl-dev (dev@example.com)"
 QUIET = {"RATE_LIMITS_ENABLED": False, "AUTOTHROTTLE_ENABLED": False}
 
 
@@ -123,6 +125,20 @@ def system_commands(
                 _command(
                     ["crawl", "crates"],
                     {"CRATES_DUMP_URL": dump.dump_url, "CRATES_BASE_URL": api.base_url, **store},
+                ),
+            )
+        )
+        commands.append(
+            (
+                "then the daily top-up from the API (the crates updated since the dump)",
+                _command(
+                    ["crawl", "crates", "-a", "mode=incremental"],
+                    {
+                        "CRATES_BASE_URL": api.base_url,
+                        "CRATES_USER_AGENT": CRATES_USER_AGENT,
+                        **QUIET,
+                        **store,
+                    },
                 ),
             )
         )
