@@ -23,10 +23,17 @@ its files go to ``.loading/<snapshot>/`` and each table's folder is renamed
 into place only once the whole dump was read (:meth:`ParquetLayer.commit`),
 so a crash leaves the earlier partitions as they were, and a rerun starts the
 snapshot's folder anew. A dump date loaded again replaces its partition.
+
+A write that fails (a full disk, a file-size limit, a read-only folder) is one
+:class:`ParquetError` naming the folder and the cause: polars reports an I/O error
+of its Rust writer as a ``ComputeError`` (``... underlying IO error: No space left
+on device (os error 28)``), not as an ``OSError``, which escaped as a traceback.
 """
 
 from __future__ import annotations
 
+import os
+import re
 import shutil
 from datetime import datetime
 from pathlib import Path
@@ -41,6 +48,23 @@ DUMPS = "crates_dump"
 
 class ParquetError(TrawlError):
     """The Parquet layer cannot be written (a full disk, a directory not writable)."""
+
+
+#: The OS error inside a polars I/O error: ``... underlying IO error: File too large (os error 27)``.
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+#: The errors a write fails with that are about the disk, not the data (said as the OS says them).
+WRITE_ERRORS = (OSError, pl.exceptions.PolarsError)
+
+
+def cannot_write(root: Path, exc: BaseException) -> ParquetError:
+    """One line naming the folder and the cause, as ``strerror`` says it (``No space left on device``)."""
+    if isinstance(exc, OSError):
+        cause = exc.strerror or str(exc) or type(exc).__name__
+    else:
+        found = _OS_ERROR.search(str(exc))
+        number = int(found.group(1)) if found else 0
+        cause = os.strerror(number) if number else (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return ParquetError(f"cannot write Parquet under {str(root)!r}: {cause}")
 
 
 def newest_dump(root: Path) -> str | None:
@@ -62,7 +86,7 @@ class ParquetLayer:
             shutil.rmtree(self.staging, ignore_errors=True)  # a load that crashed
             self.staging.mkdir(parents=True)
         except OSError as exc:
-            raise ParquetError(f"cannot write Parquet under {str(root)!r}: {exc.strerror or exc}") from None
+            raise cannot_write(root, exc) from None
 
     def write(self, table: str, number: int, frame: pl.DataFrame) -> None:
         folder = self.staging / table
@@ -74,10 +98,8 @@ class ParquetLayer:
             # zstd level 1: a quarter less CPU than polars' default level, and no bigger here.
             path = folder / f"part-{number:06d}.parquet"
             raw.write_parquet(path, statistics=True, compression="zstd", compression_level=1)
-        except OSError as exc:
-            raise ParquetError(
-                f"cannot write Parquet under {str(self.root)!r}: {exc.strerror or exc}"
-            ) from None
+        except WRITE_ERRORS as exc:
+            raise cannot_write(self.root, exc) from None
 
     def commit(self, dump_row: pl.DataFrame) -> None:
         """Every table's partition into place, then the dump's own row (last: it says "loaded")."""
@@ -91,10 +113,8 @@ class ParquetLayer:
                     shutil.rmtree(target)
                 (self.staging / table).rename(target)
             shutil.rmtree(self.staging, ignore_errors=True)
-        except OSError as exc:
-            raise ParquetError(
-                f"cannot write Parquet under {str(self.root)!r}: {exc.strerror or exc}"
-            ) from None
+        except WRITE_ERRORS as exc:
+            raise cannot_write(self.root, exc) from None
 
     def discard(self) -> None:
         shutil.rmtree(self.staging, ignore_errors=True)
