@@ -109,7 +109,7 @@ def test_the_probe_records_a_redirect_out_of_scope_and_does_not_follow_it(
     assert records[f"http://login.{ORG}/"]["status"] == 200
 
 
-@pytest.mark.parametrize("scope", ["domain", r"regex:example\.org|127\.0\.0\.1"])
+@pytest.mark.parametrize("scope", ["domain", r"regex:example\.org|127\.0\.0\.1"], ids=["domain", "regex"])
 def test_the_live_crawl_follows_no_redirect_out_of_scope(
     site: HostileSite, tmp_path: Path, scope: str
 ) -> None:
@@ -127,7 +127,9 @@ def test_the_live_crawl_follows_no_redirect_out_of_scope(
     assert any(line.endswith("/secret") for line in listed)  # 127.0.0.1:PORT is the proxy's: masked
 
 
-@pytest.mark.parametrize("scope", ["domain", "host", "rdn", r"regex:^http://example\.com/"])
+@pytest.mark.parametrize(
+    "scope", ["domain", "host", "rdn", r"regex:^http://example\.com/"], ids=["domain", "host", "rdn", "regex"]
+)
 def test_the_live_crawls_root_redirected_out_of_scope_stops_there(
     site: HostileSite, tmp_path: Path, scope: str
 ) -> None:

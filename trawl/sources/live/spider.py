@@ -172,9 +172,11 @@ class LiveSpider(SourceSpider):
         return {**super().run_inputs(), "scope": self.scope.describe(), "depth": self.depth}
 
     def redirect_in_scope(self, url: str, request: scrapy.Request) -> bool:
-        """May Scrapy follow a redirect to ``url`` (:mod:`.redirects`)? Else it is listed."""
+        """May Scrapy follow a redirect to ``url`` (:mod:`.redirects`)? Else it is listed. The
+        host asked is in scope (it was asked): a seed's redirect may have brought it in."""
         target = canonicalize(url) or url
-        if self.scope.allows(target, tuple(request.meta.get(HOSTS, ()))):
+        hosts = (*request.meta.get(HOSTS, ()), (urlsplit(request.url).hostname or "").lower())
+        if self.scope.allows(target, hosts):
             return True
         self.report.outside(target)
         return False
