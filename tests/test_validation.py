@@ -243,6 +243,7 @@ BAD = {
     "INTELX_BASE_URL": "intelx",
     "CRATES_DUMP_URL": "static.crates.io/db-dump.tar.gz",
     "CRATES_BATCH_ROWS": "999",
+    "CRATES_DUMP_MAX_BYTES": "1000",
     "CRATES_BASE_URL": "crates.io",
     "CRATES_API_PAGE_SIZE": "101",
     "CRATES_ARCHIVE_BASE_URL": "static.crates.io/archive/version-downloads",

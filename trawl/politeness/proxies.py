@@ -203,7 +203,8 @@ class ProxyRotationMiddleware:
             return "HTTP 407" if response.status == 407 else None
         if response.status in self.ban_statuses:
             return f"HTTP {response.status}"
-        if response.status == 200 and not response.body.strip() and not self._empty_is_data():
+        streamed = "streamed" in response.flags  # its body went to a reader (the crates db-dump)
+        if response.status == 200 and not response.body.strip() and not (streamed or self._empty_is_data()):
             return "empty answer"
         marker = block_reason(response)
         return f"block page ({marker})" if marker else None

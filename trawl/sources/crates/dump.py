@@ -13,6 +13,13 @@ and handed on as it is read; every other member is skipped unread.
 :func:`read_dump` is a plain generator: the spider steps it in a thread, one
 batch at a time, so the pipeline's pace (and the prefetch's bound) bounds what
 is in memory.
+
+Bounded as a page is: the answer by ``DOWNLOAD_MAXSIZE`` on the wire and once
+its ``Content-Encoding`` is taken off (:mod:`.stream`), the archive by
+:data:`SETTINGS`' ``CRATES_DUMP_MAX_BYTES``: the bytes it inflates to, skipped
+members included (tarfile inflates what it skips). Past it the reading stops in
+one :class:`TooLarge` line: a bomb of 1 MB inflating to terabytes costs the
+bound's worth of CPU, never memory or disk.
 """
 
 from __future__ import annotations
@@ -23,13 +30,17 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import BinaryIO
 from zipfile import BadZipFile
 
 import orjson
 import polars as pl
 
+from trawl.politeness.bounds import MAXSIZE, ResponseTooLarge, size_text
+from trawl.politeness.decoding import UnknownEncoding
 from trawl.records.batches import Batch
+from trawl.settings_checks import Setting, whole
 from trawl.sources.crates.blocks import BLOCK_BYTES
 from trawl.sources.crates.prefetch import Kind, Prefetched, StopSignal
 from trawl.sources.crates.tables import TABLES, DumpError, read_block
@@ -46,6 +57,44 @@ class NotAnArchive(DumpError):
     def __init__(self, message: str, html: bool = False) -> None:
         super().__init__(message)
         self.html = html
+
+
+#: What the real dump inflates to, with room for years of growth (1.7 GiB compressed in
+#: September 2026, about 5x that inflated): a bound on bombs, not on the registry.
+MAX_BYTES = 64 << 30
+SETTINGS = {
+    "CRATES_DUMP_MAX_BYTES": Setting(
+        MAX_BYTES,
+        whole(1 << 20, None),
+        "bytes the crates db-dump's archive may inflate to (its members, skipped ones too), at least 1 MiB",
+    ),
+}
+
+
+class TooLarge(DumpError):
+    """The answer or the archive passed its bound: the reading stopped there."""
+
+
+class _Counted:
+    """The archive's inflated bytes, counted; :class:`TooLarge` past ``limit``."""
+
+    def __init__(self, raw: BinaryIO, limit: int) -> None:
+        self._raw = raw
+        self._limit = limit
+        self.total = 0
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._raw.read(size)
+        self.total += len(data)
+        if self.total > self._limit:
+            raise too_large(self._limit)
+        return data
+
+
+def too_large(limit: int) -> TooLarge:
+    return TooLarge(
+        f"the archive inflates past CRATES_DUMP_MAX_BYTES ({size_text(limit, exact=True)}); not read further"
+    )
 
 
 class _Prefixed:
@@ -170,11 +219,20 @@ class Gunzipped:
         return b""
 
 
-def tar_members(stream: BinaryIO) -> Iterator[tuple[str, BinaryIO]]:
+def tar_members(stream: BinaryIO, max_bytes: int | None = None) -> Iterator[tuple[str, BinaryIO]]:
     """``(name, readable)`` for every file of a tar.gz, in order, read once (``r|``, inflated by
     :class:`Gunzipped`); read in 1 MiB steps (tarfile's 20 KiB default made its own buffering a
-    third of the inflate's time)."""
-    tar = Gunzipped(stream)
+    third of the inflate's time). At most ``max_bytes`` inflated (:class:`TooLarge`).
+
+    A plain tar is read as such: an object store that labels the ``.tar.gz`` itself
+    ``Content-Encoding: gzip`` has its one gzip layer taken off as an encoding (:mod:`.stream`)."""
+    head = b""
+    while len(head) < 2 and (chunk := stream.read(2 - len(head))):
+        head += chunk
+    rest = _Prefixed(head, stream)
+    tar: BinaryIO = Gunzipped(rest) if head == b"\x1f\x8b" else rest  # type: ignore[assignment]
+    if max_bytes:
+        tar = _Counted(tar, max_bytes)  # type: ignore[assignment]
     with tarfile.open(fileobj=tar, mode="r|", bufsize=INFLATE_STEP) as archive:  # type: ignore[call-overload]
         for member in archive:
             if member.isfile() and (handle := archive.extractfile(member)) is not None:
@@ -200,6 +258,7 @@ def read_dump(
     members: Callable[[BinaryIO], Iterator[tuple[str, BinaryIO]]] = tar_members,
     expected: str = "a tar.gz",
     stop: StopSignal | None = None,
+    max_bytes: int | None = None,
 ) -> Iterator[DumpBatch]:
     """Batches of at most ``batch_rows`` rows, table by table in archive order.
 
@@ -210,13 +269,16 @@ def read_dump(
     dump was made at or before ``newer_than``; :class:`DumpError` for an archive
     that is cut short or corrupt, or a table that cannot be read (named with what
     is wrong). A file outside the dump's layout is skipped unread. ``stop``, once set
-    (from any thread), ends the reading: :class:`.prefetch.Stopped` is raised.
+    (from any thread), ends the reading: :class:`.prefetch.Stopped` is raised. ``max_bytes``
+    bounds what the archive inflates to; an answer past its bound (``DOWNLOAD_MAXSIZE`` once
+    decoded) or in an encoding that cannot be decoded is :class:`TooLarge` / :class:`DumpError`.
     """
+    lister = partial(members, max_bytes=max_bytes) if max_bytes else members
     prefetched: Prefetched | None = None
     table = ""
     numbers: dict[str, int] = {}
     try:
-        prefetched = Prefetched(looked_at(stream, expected), members, _classify, block_bytes, stop=stop)
+        prefetched = Prefetched(looked_at(stream, expected), lister, _classify, block_bytes, stop=stop)
         for event in prefetched.events():
             if event[0] == "member":
                 found = _MEMBER.fullmatch(event[1])
@@ -235,6 +297,11 @@ def read_dump(
                     _read_metadata(event[1], info)
             else:
                 yield from _read_block(event[1], event[2], table, info.snapshot, batch_rows, numbers)
+    except ResponseTooLarge as exc:
+        why = " (SOURCE_DOWNLOAD_MAXSIZE sets this source's limit)" if exc.setting == MAXSIZE else ""
+        raise TooLarge(f"{exc.describe()}; not read further{why}") from None
+    except UnknownEncoding as exc:
+        raise DumpError(str(exc)) from None
     except ValueError as exc:
         if isinstance(exc, DumpError):
             raise

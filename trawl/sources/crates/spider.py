@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 import scrapy
 from scrapy import signals
-from scrapy.exceptions import StopDownload
+from scrapy.exceptions import IgnoreRequest, StopDownload
 from scrapy.http import Response
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task, threads
@@ -47,6 +47,7 @@ from trawl.sources.crates import loadlock
 from trawl.sources.crates.api import ApiCrawl, ApiOptions
 from trawl.sources.crates.apifetch import Stop
 from trawl.sources.crates.bridge import UrlBridge
+from trawl.sources.crates.dump import SETTINGS as DUMP_SETTINGS
 from trawl.sources.crates.dump import DumpInfo, NotAnArchive, NotNewer, iso, read_dump, tar_members
 from trawl.sources.crates.history import SETTINGS as HISTORY_SETTINGS
 from trawl.sources.crates.history import HistoryBackfill, read_history_days
@@ -107,6 +108,7 @@ class CratesSpider(Source):
         "CRATES_USER_AGENT": Setting(
             "", text, "the User-Agent of the API modes: your application and a contact (email or URL)"
         ),
+        **DUMP_SETTINGS,
         **HISTORY_SETTINGS,
     }
 
@@ -129,6 +131,7 @@ class CratesSpider(Source):
         self.dump_url = str(self.setting(settings, "CRATES_DUMP_URL")).strip()
         self.expected = "a zip" if urlsplit(self.dump_url).path.endswith(".zip") else "a tar.gz"
         self.batch_rows = int(self.setting(settings, "CRATES_BATCH_ROWS"))
+        self.dump_max_bytes = int(self.setting(settings, "CRATES_DUMP_MAX_BYTES"))
         parquet = str(self.setting(settings, "CRATES_PARQUET_DIR") or "").strip()
         self.parquet_dir = Path(parquet).expanduser() if parquet else None
         days = read_history_days(arguments)
@@ -211,7 +214,9 @@ class CratesSpider(Source):
         self.crawler.signals.connect(self._stop_streaming, signal=signals.bytes_received)
         # Not retried: a retry would start the archive again under a reader that is midway.
         meta = {STREAM: stream, "dont_retry": True}
-        yield scrapy.Request(self.dump_url, callback=self.parse_dump, errback=self.on_dump_error, meta=meta)
+        yield scrapy.Request(  # dont_filter: a redirect back to a URL seen is counted, not dropped unsaid
+            self.dump_url, callback=self.parse_dump, errback=self.on_dump_error, meta=meta, dont_filter=True
+        )
         if not await maybe_deferred_to_future(stream.started):
             return  # not streamed: an error status or an HTML page, which the callback or errback says
         async for batch in self.read_stream(stream):
@@ -350,8 +355,10 @@ class CratesSpider(Source):
         """The answer, once it ended: a streamed body was read from :meth:`start`; one that was
         not streamed (a 200 labelled HTML, an empty one) is said here."""
         stream = response.meta.get(STREAM)
-        if isinstance(stream, BodyStream) and stream.streaming:
-            return
+        if isinstance(stream, BodyStream):
+            if stream.streaming:
+                return
+            stream.not_streamed()  # the final answer (after any redirect): start() stops waiting
         where = self.describe_url(response.url)
         if not response.body:
             self.record_error("malformed", "the db-dump %s: the answer is empty", where)
@@ -380,6 +387,11 @@ class CratesSpider(Source):
         stream = failure.request.meta.get(STREAM)  # type: ignore[attr-defined]
         if isinstance(stream, BodyStream):
             stream.end("the download failed")
+        if failure.check(IgnoreRequest) and "redirections" in str(failure.value):
+            limit = self.crawler.settings.getint("REDIRECT_MAX_TIMES")
+            where = self.describe_url(self.dump_url)
+            self.record_error("http", "the db-dump %s: over %d redirects (REDIRECT_MAX_TIMES)", where, limit)
+            return
         self.on_request_error(failure)
 
     async def read_stream(self, stream: BodyStream) -> AsyncIterator[Any]:
@@ -401,6 +413,7 @@ class CratesSpider(Source):
         batches = read_dump(
             stream, info, self.batch_rows, newer_than=newer_than,
             members=zip_members if zipped else tar_members, expected=self.expected, stop=stop,
+            max_bytes=self.dump_max_bytes,
         )  # fmt: skip
         load = DumpLoad(batches, info, self.parquet_dir, stop)
         self._reading = (load, stream)

@@ -13,6 +13,19 @@ middlewares; ``DOWNLOAD_MAXSIZE`` (the source's own, 8 GiB) and
 ``DOWNLOAD_TIMEOUT`` apply to the bytes received; ``bytes_received`` still
 fires (the size warning, the progress line).
 
+HTTP as for any page: a body a server, a mirror or a proxy compressed on the
+fly (``Content-Encoding``) is decoded as the reader reads it, bounded by the
+same ``DOWNLOAD_MAXSIZE`` once decoded (:mod:`trawl.politeness.decoding`; the
+header is taken off the response, so Scrapy's middleware does not decode an
+empty body); a redirect is followed by Scrapy's middleware (``REDIRECT_ENABLED``,
+``REDIRECT_MAX_TIMES``), the next request streaming into the same
+:class:`BodyStream`; a proxy (``PROXY_LIST``, ``HTTP(S)_PROXY``) is chosen and
+applied by the downloader middlewares as for any request, and a streamed answer
+is flagged :data:`STREAMED` so that its empty ``body`` is not taken for an empty
+answer. The stream ends "not streamed" only when the answer reaches the
+spider's callback or errback: a redirect or a proxy's retry of the request
+streams into it again.
+
 Back-pressure: when more than :data:`HIGH_WATER` bytes wait for the reader, the
 connection is paused (``pauseProducing``: TCP's window closes, the server
 waits), and resumed once the reader is under :data:`LOW_WATER`. So at most
@@ -22,6 +35,7 @@ about 32 MiB of the compressed dump is in memory, whatever its size.
 from __future__ import annotations
 
 import threading
+import weakref
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
@@ -30,15 +44,20 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.web.client import ResponseDone
 
+from trawl.politeness.decoding import Decoded, UnknownEncoding, encodings_of
 from trawl.politeness.handler import GatedHTTPDownloadHandler
+from trawl.run.stopping import stopping
 
 if TYPE_CHECKING:
     from scrapy import Request
+    from scrapy.crawler import Crawler
     from scrapy.http import Response
     from twisted.python.failure import Failure
 
 #: The request's meta key that holds its :class:`BodyStream`.
 STREAM = "trawl_body_stream"
+#: The flag of a response whose body went to its :class:`BodyStream` (its ``body`` is empty).
+STREAMED = "streamed"
 HIGH_WATER = 32 << 20
 LOW_WATER = 8 << 20
 
@@ -71,8 +90,22 @@ class BodyStream:
         self.discarding = False
         #: The body began to stream (False: the answer went whole to the callback or errback).
         self.streaming = False
+        self._decoded: Decoded | None = None
+        self._refused: UnknownEncoding | None = None
 
     # --- the reactor's side ------------------------------------------------------------
+
+    def decode(self, encodings: list[bytes] | None, limit: int) -> None:
+        """The body comes with these ``Content-Encoding`` values: read it decoded, at most ``limit``
+        bytes (0: no bound) once decoded; an encoding that cannot be decoded is raised at the
+        first read."""
+        try:
+            names = encodings_of(encodings)
+        except UnknownEncoding as exc:
+            self._refused = exc
+            return
+        if names:
+            self._decoded = Decoded(_Raw(self), names, limit, wire=lambda: self.received)
 
     def begin(self, transport: Any) -> None:
         self.streaming = True
@@ -139,7 +172,20 @@ class BodyStream:
             reactor.callFromThread(self._resume)  # type: ignore[attr-defined]
 
     def read(self, size: int = -1) -> bytes:
-        """Up to ``size`` bytes (at least one unless the body ended); waits for them."""
+        """Up to ``size`` bytes of the body, decoded (at least one unless it ended); waits for them.
+
+        Raises :class:`StreamBroken` when the transfer failed, and, for an encoded body,
+        :class:`~trawl.politeness.bounds.ResponseTooLarge` past the bound once decoded,
+        :class:`~trawl.politeness.decoding.UnknownEncoding`, or ``EOFError`` / ``zlib.error``
+        for a compressed body cut short or corrupt."""
+        if self._refused is not None:
+            raise self._refused
+        if self._decoded is not None:
+            return self._decoded.read(size)
+        return self.read_raw(size)
+
+    def read_raw(self, size: int = -1) -> bytes:
+        """Up to ``size`` bytes as they came on the wire (at least one unless the body ended)."""
         with self._condition:
             while not self._chunks and not self._ended:
                 self._condition.wait()
@@ -174,6 +220,13 @@ class BodyStream:
                 pass
 
 
+class _Raw:
+    """A stream's bytes as received, for its decoder."""
+
+    def __init__(self, stream: BodyStream) -> None:
+        self.read = stream.read_raw
+
+
 def _streams(txresponse: Any, request: Request) -> BodyStream | None:
     stream = request.meta.get(STREAM)
     if not isinstance(stream, BodyStream) or txresponse.code != 200:
@@ -189,6 +242,10 @@ class _StreamingAgent(http11._ScrapyAgent):
         stream = _streams(txresponse, request)
         if stream is not None and getattr(txresponse, "length", None) != 0:
             deliver = txresponse.deliverBody
+            # Decoded by the reader, so not by Scrapy's middleware (which would see an empty body).
+            encodings = txresponse.headers.getRawHeaders(b"content-encoding")
+            txresponse.headers.removeHeader(b"content-encoding")
+            stream.decode(encodings, int(request.meta.get("download_maxsize", self._maxsize)))
 
             def deliver_to_stream(protocol: Any) -> None:
                 protocol._bodybuf = stream
@@ -225,13 +282,33 @@ class _StreamingHTTP11(http11.HTTP11DownloadHandler):
             crawler=self._crawler,
             tls_verbose_logging=self._tls_verbose_logging,
         )
-        try:
-            with http11.wrap_twisted_exceptions():
-                return await maybe_deferred_to_future(agent.download_request(request))
-        finally:
-            stream.end("the download failed")  # a no-op once the body ended
+        with http11.wrap_twisted_exceptions():
+            response = await maybe_deferred_to_future(agent.download_request(request))
+        if stream.streaming and STREAMED not in response.flags:
+            response.flags.append(STREAMED)
+        return response
 
 
 class StreamingDownloadHandler(GatedHTTPDownloadHandler, _StreamingHTTP11):
     """trawl's HTTP handler (the gate's bookkeeping, the stop, the size and time bounds said in
-    trawl's words); a request with a :class:`BodyStream` in ``meta[STREAM]`` streams its body."""
+    trawl's words); a request with a :class:`BodyStream` in ``meta[STREAM]`` streams its body.
+
+    A stream whose body has not begun when the crawl stops (its request waiting in the
+    scheduler between two redirects, which a closing engine drops without an errback)
+    is ended then, so that the spider waiting for it does not wait for ever."""
+
+    def __init__(self, crawler: Crawler) -> None:
+        super().__init__(crawler)
+        self._seen: weakref.WeakSet[BodyStream] = weakref.WeakSet()
+        crawler.signals.connect(self._end_waiting, signal=stopping)
+
+    async def download_request(self, request: Request) -> Response:
+        stream = request.meta.get(STREAM)
+        if isinstance(stream, BodyStream):
+            self._seen.add(stream)
+        return await super().download_request(request)
+
+    def _end_waiting(self, reason: str = "", **_: Any) -> None:
+        for stream in list(self._seen):
+            if not stream.started.called:
+                stream.end("the crawl stopped")

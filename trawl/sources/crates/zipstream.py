@@ -12,6 +12,8 @@ Read here: deflate (8) and stored (0) members; sizes in the local header, in
 its Zip64 extra field, or (flag bit 3) only in a data descriptor after the data,
 where a deflate stream's own end says where the data ends. The central
 directory ends the reading. Raises ``zipfile.BadZipFile`` for anything else.
+With ``max_bytes``, what the members read inflate to is counted (a member skipped
+unread costs nothing), and the reading stops past it (:class:`.dump.TooLarge`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ from collections.abc import Iterator
 from typing import BinaryIO
 from zipfile import BadZipFile
 
+from trawl.sources.crates.dump import too_large
+
 _LOCAL = b"PK\x03\x04"
 _CENTRAL = (b"PK\x01\x02", b"PK\x05\x06", b"PK\x06\x06")
 _DESCRIPTOR = b"PK\x07\x08"
@@ -31,9 +35,17 @@ CHUNK = 1 << 20
 class _Source:
     """The archive's bytes with a little lookahead (what a deflate stream read past its end)."""
 
-    def __init__(self, stream: BinaryIO) -> None:
+    def __init__(self, stream: BinaryIO, max_bytes: int | None = None) -> None:
         self.stream = stream
         self.pending = b""
+        self.max_bytes = max_bytes
+        self.inflated = 0
+
+    def count(self, size: int) -> None:
+        """``size`` more bytes inflated; the bound's error past ``max_bytes``."""
+        self.inflated += size
+        if self.max_bytes and self.inflated > self.max_bytes:
+            raise too_large(self.max_bytes)
 
     def read(self, size: int) -> bytes:
         if self.pending:
@@ -81,21 +93,32 @@ class _Member:
         return out
 
     def _more(self) -> None:
-        want = CHUNK if self.left is None else min(CHUNK, self.left)
-        raw = self.source.read(want) if want else b""
-        if self.left is not None:
-            self.left -= len(raw)
-        if not raw and (self.left or self.left is None):
-            raise BadZipFile("the archive ends inside a member")
+        """At most :data:`CHUNK` more bytes of the member: a deflate stream's input not inflated
+        yet waits in zlib's ``unconsumed_tail`` (1 MiB of a bomb inflates to about 1 GiB)."""
+        tail = self.inflater.unconsumed_tail if self.inflater is not None else b""
+        if tail:
+            raw = tail
+        else:
+            want = CHUNK if self.left is None else min(CHUNK, self.left)
+            raw = self.source.read(want) if want else b""
+            if self.left is not None:
+                self.left -= len(raw)
+            if not raw and (self.left or self.left is None):
+                raise BadZipFile("the archive ends inside a member")
         if self.inflater is None:
             self.out += raw
+            self.source.count(len(raw))
         else:
-            self.out += self.inflater.decompress(raw)
+            data = self.inflater.decompress(raw, CHUNK)
+            self.source.count(len(data))
+            self.out += data
             if self.inflater.eof:
                 if self.left is None:
                     self.source.pending = self.inflater.unused_data + self.source.pending
                     self._descriptor()
                 self.done = True
+                return
+            if self.inflater.unconsumed_tail:
                 return
         if self.left == 0:
             self.done = True
@@ -117,9 +140,10 @@ class _Member:
             self.out = b""
 
 
-def zip_members(stream: BinaryIO) -> Iterator[tuple[str, BinaryIO]]:
-    """``(name, readable)`` for every file of a zip, in archive order, read once."""
-    source = _Source(stream)
+def zip_members(stream: BinaryIO, max_bytes: int | None = None) -> Iterator[tuple[str, BinaryIO]]:
+    """``(name, readable)`` for every file of a zip, in archive order, read once; at most
+    ``max_bytes`` inflated (:class:`.dump.TooLarge`)."""
+    source = _Source(stream, max_bytes)
     while True:
         signature = source.read(4)
         if len(signature) < 4:

@@ -1,0 +1,66 @@
+"""The db-dump's static host as HTTP lets it behave: compressing on the fly, redirecting.
+
+:class:`EncodingDumpServer` serves the dump as :class:`FakeCratesDumpServer` does,
+with a ``Content-Encoding`` applied to the body it sends (``gzip``, ``deflate``,
+``br``, ``zstd``: what a CDN, a mirror or a proxy does when the client accepts it;
+a ``.tar.gz`` is then gzip twice), and answers ``/moved/<n>/<name>`` with a chain
+of ``n`` redirects (301, then 302, 307...) ending at ``/<name>``; ``/loop`` redirects
+to itself for ever.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+
+from tests.servers.crates_dump import FakeCratesDumpServer
+from tests.servers.local import Answer, SeenRequest
+
+#: The statuses of a redirect chain, in turn.
+REDIRECTS = (301, 302, 307, 308, 303)
+
+
+def encode(body: bytes, encoding: str) -> bytes:
+    """``body`` as a server sends it with ``Content-Encoding: <encoding>``."""
+    if encoding == "gzip":
+        return gzip.compress(body, 6)
+    if encoding == "deflate":
+        return zlib.compress(body, 6)  # HTTP's deflate: the zlib format
+    if encoding == "br":
+        import brotli
+
+        return brotli.compress(body, quality=4)
+    if encoding == "zstd":
+        from backports import zstd
+
+        return zstd.compress(body)
+    raise ValueError(encoding)
+
+
+class EncodingDumpServer(FakeCratesDumpServer):
+    """The dump, ``Content-Encoding: <encoding>`` when one is set, behind redirects when asked."""
+
+    def __init__(self, dump: bytes, encoding: str | None = None) -> None:
+        super().__init__(dump)
+        self.encoding = encoding
+
+    def answer(self, request: SeenRequest) -> Answer:
+        parts = request.path.strip("/").split("/")
+        if parts[0] == "loop":
+            self.requests.append(request)
+            return 302, b"", {"Location": "/loop"}
+        if parts[0] == "moved" and len(parts) == 3:
+            self.requests.append(request)
+            left = int(parts[1])
+            target = f"/moved/{left - 1}/{parts[2]}" if left > 1 else f"/{parts[2]}"
+            status = REDIRECTS[left % len(REDIRECTS)]
+            return status, b"", {"Location": f"{self.base_url}{target}"}
+        status, body, headers = super().answer(request)
+        if status == 200 and self.encoding:
+            body = encode(body, self.encoding)
+            headers = {**headers, "Content-Encoding": self.encoding}
+        return status, body, headers
+
+    def moved(self, hops: int, name: str = "db-dump.tar.gz") -> str:
+        """A URL ``hops`` redirects away from the dump."""
+        return f"{self.base_url}/moved/{hops}/{name}"

@@ -1,0 +1,227 @@
+"""The streamed db-dump follows HTTP as any page does: encodings, redirects, proxies, bounds.
+
+The dump is read as a stream (``trawl/sources/crates/stream.py``), past Scrapy's
+whole-body middlewares. A server, a mirror or a proxy that compresses it on the
+fly (a ``.tar.gz`` is then gzip twice), a host that moved it, a proxy the user set,
+an answer or an archive past its bound: each is tried here against a local server
+(tests/servers/crates_http.py) and the forward proxy of tests/servers/proxy.py, and
+the user sees the rows of the dump, exactly, or one ERROR line and exit 1 with the
+snapshot held before left live.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.helpers.crates_tables import (
+    CRATE_SQL,
+    DEPENDENCY_SQL,
+    EXPECTED_CRATES,
+    EXPECTED_DEPENDENCIES,
+    EXPECTED_VERSIONS,
+    TABLES,
+    VERSION_SQL,
+)
+from tests.servers.crates_dump import make_dump
+from tests.servers.crates_http import EncodingDumpServer
+from tests.servers.proxy import FakeProxy
+
+FIRST = "2026-09-01-020003"
+SECOND = "2026-09-02-020001"
+
+
+def crawl(workdir: Path, url: str, *extra: str, env: dict | None = None, **settings: object) -> CrawlResult:
+    given = {"STORE_URI": "sqlite:///x.db", "CRATES_DUMP_URL": url, **settings}
+    return run_scrapy(workdir, *crawl_args("crates", None, given, *extra), env=env)
+
+
+def rows(workdir: Path, sql: str) -> list[tuple]:
+    with sqlite3.connect(workdir / "x.db") as con:
+        return con.execute(sql).fetchall()
+
+
+def snapshots(workdir: Path) -> list[str]:
+    return [r[0] for r in rows(workdir, "SELECT snapshot FROM crates_dump_records ORDER BY snapshot")]
+
+
+def assert_loaded(result: CrawlResult, workdir: Path) -> None:
+    """The run ended well and the store holds the test dump's rows, exactly."""
+    assert_no_traceback(result)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.errors == []
+    assert rows(workdir, CRATE_SQL) == EXPECTED_CRATES
+    assert rows(workdir, VERSION_SQL) == EXPECTED_VERSIONS
+    assert rows(workdir, DEPENDENCY_SQL) == EXPECTED_DEPENDENCIES
+    assert snapshots(workdir) == [FIRST]
+
+
+def assert_one_error(result: CrawlResult, *parts: str) -> str:
+    assert_no_traceback(result)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert len(result.errors) == 1, result.errors
+    for part in parts:
+        assert part in result.errors[0], result.errors[0]
+    return result.errors[0]
+
+
+def second_dump(**extra: bytes) -> bytes:
+    """A newer dump (its versions emptied: a switch to it would show), with ``extra`` members."""
+    tables = {**TABLES, "versions": (TABLES["versions"][0], [])}
+    return make_dump(tables, snapshot=SECOND, timestamp="2026-09-02T02:00:01Z", extra=extra, compresslevel=1)
+
+
+# --- Content-Encoding --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate", "br", "zstd"])
+def test_a_dump_compressed_on_the_fly_loads_exactly(workdir: Path, encoding: str) -> None:
+    """A ``.tar.gz`` sent ``Content-Encoding: gzip`` (gzip twice), deflate, br, zstd."""
+    with EncodingDumpServer(make_dump(TABLES), encoding) as server:
+        result = crawl(workdir, server.dump_url)
+        [seen] = server.requests
+    assert encoding in seen.headers.get("accept-encoding", "")
+    assert_loaded(result, workdir)
+
+
+def test_the_zip_variant_compressed_on_the_fly_loads_exactly(workdir: Path) -> None:
+    with EncodingDumpServer(make_dump(TABLES, as_zip=True), "gzip") as server:
+        result = crawl(workdir, server.zip_url)
+    assert_loaded(result, workdir)
+
+
+def test_a_tar_gz_labelled_gzip_but_sent_once_compressed_loads(workdir: Path) -> None:
+    """An object store's ``Content-Encoding: gzip`` on the ``.tar.gz`` itself (one gzip layer, not
+    two): once the encoding is taken off, what is left is the tar: it is read as such."""
+
+    class Labelled(EncodingDumpServer):
+        def answer(self, request):  # type: ignore[no-untyped-def]
+            status, body, headers = super().answer(request)
+            return status, body, {**headers, "Content-Encoding": "gzip"} if status == 200 else headers
+
+    with Labelled(make_dump(TABLES)) as server:
+        result = crawl(workdir, server.dump_url)
+    assert_loaded(result, workdir)
+
+
+def test_an_encoding_that_cannot_be_decoded_is_one_error_line(workdir: Path) -> None:
+    class Compress(EncodingDumpServer):
+        def answer(self, request):  # type: ignore[no-untyped-def]
+            status, body, headers = super().answer(request)
+            return status, body, {**headers, "Content-Encoding": "compress"}
+
+    with Compress(make_dump(TABLES)) as server:
+        result = crawl(workdir, server.dump_url)
+    assert_one_error(result, "Content-Encoding 'compress'", "cannot be decoded")
+
+
+# --- redirects ----------------------------------------------------------------------------------
+
+
+def test_a_dump_behind_redirects_loads(workdir: Path) -> None:
+    """301, then 302, then the dump: each hop a request the server saw, the dump read once."""
+    with EncodingDumpServer(make_dump(TABLES)) as server:
+        result = crawl(workdir, server.moved(2))
+        paths = [r.path for r in server.requests]
+    assert paths == ["/moved/2/db-dump.tar.gz", "/moved/1/db-dump.tar.gz", "/db-dump.tar.gz"]
+    assert_loaded(result, workdir)
+
+
+def test_a_moved_dump_compressed_on_the_fly_loads(workdir: Path) -> None:
+    with EncodingDumpServer(make_dump(TABLES), "gzip") as server:
+        result = crawl(workdir, server.moved(1))
+    assert_loaded(result, workdir)
+
+
+def test_a_redirect_loop_ends_in_one_error_line_after_the_limit(workdir: Path) -> None:
+    with EncodingDumpServer(make_dump(TABLES)) as server:
+        result = crawl(workdir, f"{server.base_url}/loop", REDIRECT_MAX_TIMES=3)
+        hops = len(server.requests)
+    assert_one_error(result, "over 3 redirects (REDIRECT_MAX_TIMES)")
+    assert hops == 4  # the first request and 3 redirects followed
+
+
+def test_redirects_switched_off_are_one_error_line(workdir: Path) -> None:
+    with EncodingDumpServer(make_dump(TABLES)) as server:
+        result = crawl(workdir, server.moved(1), REDIRECT_ENABLED=False)
+        hops = len(server.requests)
+    assert_one_error(result, "HTTP 302 from", "/moved/1/db-dump.tar.gz")
+    assert hops == 1
+
+
+# --- proxies ------------------------------------------------------------------------------------
+
+
+def test_the_dump_is_fetched_through_proxy_list(workdir: Path) -> None:
+    with EncodingDumpServer(make_dump(TABLES)) as server, FakeProxy() as proxy:
+        result = crawl(workdir, server.dump_url, PROXY_LIST=proxy.url)
+        direct = len(server.requests)
+        proxied = [r.url for r in proxy.requests]
+    assert proxied == [server.dump_url]
+    assert direct == 1  # the proxy's own request
+    assert_loaded(result, workdir)
+
+
+def test_the_dump_is_fetched_through_http_proxy_from_the_environment(workdir: Path) -> None:
+    with EncodingDumpServer(make_dump(TABLES), "gzip") as server, FakeProxy() as proxy:
+        env = {"http_proxy": proxy.url, "HTTP_PROXY": proxy.url, "no_proxy": "", "NO_PROXY": ""}
+        result = crawl(workdir, server.dump_url, env=env)
+        proxied = [r.url for r in proxy.requests]
+    assert proxied == [server.dump_url]
+    assert_loaded(result, workdir)
+
+
+# --- bounds -------------------------------------------------------------------------------------
+
+
+def load_first(workdir: Path, server: EncodingDumpServer) -> None:
+    server.dump = make_dump(TABLES)
+    first = crawl(workdir, server.dump_url)
+    assert_loaded(first, workdir)
+
+
+def assert_first_is_live(workdir: Path) -> None:
+    assert snapshots(workdir) == [FIRST]
+    assert rows(workdir, VERSION_SQL) == EXPECTED_VERSIONS
+
+
+def test_an_answer_inflating_past_the_size_limit_is_one_error_line_and_the_snapshot_stays(
+    workdir: Path,
+) -> None:
+    """``Content-Encoding: gzip`` on a 5 MB dump of zeros: a few KB on the wire, past the 1 MiB
+    ``SOURCE_DOWNLOAD_MAXSIZE`` once decoded: cut there, as a page is."""
+    with EncodingDumpServer(b"") as server:
+        load_first(workdir, server)
+        server.dump = make_dump(
+            {**TABLES, "versions": (TABLES["versions"][0], [])},
+            snapshot=SECOND,
+            extra={"export.sql": bytes(5 << 20)},
+            compresslevel=0,
+        )
+        server.encoding = "gzip"
+        result = crawl(workdir, server.dump_url, "-s", 'SOURCE_DOWNLOAD_MAXSIZE={"crates": 1048576}')
+    assert_one_error(result, "over the size limit of 1 MiB", "once decompressed", "DOWNLOAD_MAXSIZE")
+    assert_first_is_live(workdir)
+
+
+def test_an_archive_inflating_past_crates_dump_max_bytes_is_one_error_line_and_the_snapshot_stays(
+    workdir: Path,
+) -> None:
+    """A bomb inside the archive: 64 MiB of zeros in one member, 64 KB compressed."""
+    with EncodingDumpServer(b"") as server:
+        load_first(workdir, server)
+        server.dump = second_dump(**{"export.sql": bytes(64 << 20)})
+        result = crawl(workdir, server.dump_url, CRATES_DUMP_MAX_BYTES=16 << 20)
+    assert_one_error(result, "CRATES_DUMP_MAX_BYTES", "16 MiB")
+    assert_first_is_live(workdir)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "lots"])
+def test_a_bad_crates_dump_max_bytes_is_one_line(workdir: Path, value: str) -> None:
+    result = crawl(workdir, "http://127.0.0.1:9/db-dump.tar.gz", CRATES_DUMP_MAX_BYTES=value)
+    assert_no_traceback(result)
+    assert result.returncode == 2
+    assert "CRATES_DUMP_MAX_BYTES" in result.stderr
