@@ -12,6 +12,7 @@ snapshot held before left live.
 from __future__ import annotations
 
 import sqlite3
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -26,8 +27,9 @@ from tests.helpers.crates_tables import (
     TABLES,
     VERSION_SQL,
 )
+from tests.servers.crates_api import FakeCrate, FakeCratesApi, FakeVersion
 from tests.servers.crates_dump import make_dump
-from tests.servers.crates_http import EncodingDumpServer
+from tests.servers.crates_http import EncodingDumpServer, Redirector
 from tests.servers.proxy import FakeProxy
 
 FIRST = "2026-09-01-020003"
@@ -225,3 +227,30 @@ def test_a_bad_crates_dump_max_bytes_is_one_line(workdir: Path, value: str) -> N
     assert_no_traceback(result)
     assert result.returncode == 2
     assert "CRATES_DUMP_MAX_BYTES" in result.stderr
+
+
+# --- the per-day archive (-a history=) ----------------------------------------------------------
+
+
+def test_the_per_day_archive_on_a_moved_mirror_is_followed(workdir: Path) -> None:
+    """``CRATES_ARCHIVE_BASE_URL`` answering 301 to where the days are: followed, the days stored
+    (each day was ``HTTP 301 from ...`` and nothing stored: its request took every status whole)."""
+    day = (datetime.now(UTC).date() - timedelta(days=91)).isoformat()
+    version = FakeVersion(31, "0.1.0", "2020-01-01T00:00:00Z", "2020-01-01T00:00:00Z")
+    tiny = FakeCrate(3, "tiny", "2020-01-01T00:00:00Z", "2020-01-02T00:00:00Z", versions=[version])
+    with FakeCratesApi([tiny]) as api, Redirector(api.archive_url) as moved:
+        api.archive = {day: f"version_id,downloads,date\n31,7,{day}\n".encode()}
+        settings = {
+            "CRATES_BASE_URL": api.base_url,
+            "CRATES_ARCHIVE_BASE_URL": moved.base_url,
+            "CRATES_USER_AGENT": "trawl-tests (tests@example.org)",
+            "STORE_URI": "sqlite:///x.db",
+        }
+        args = crawl_args("crates", None, settings, "-a", "mode=api", "-a", "crates=tiny", "-a", "history=1")
+        result = run_scrapy(workdir, *args)
+        hops = [r.path for r in moved.requests]
+    assert_no_traceback(result)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert hops == [f"/{day}.csv"]
+    got = rows(workdir, "SELECT version_id, date, downloads FROM version_download_archive_records")
+    assert got == [(31, day, 7)]

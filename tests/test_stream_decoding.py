@@ -93,3 +93,15 @@ def test_a_zip_member_inflating_past_crates_dump_max_bytes_stops_in_bounded_step
         for _, member in zip_members(out, max_bytes=16 << 20):
             while chunk := member.read(1 << 20):
                 assert len(chunk) <= 1 << 20
+
+
+def test_a_gzipped_day_of_the_archive_inflates_bounded_and_whole() -> None:
+    """``-a history=``: a day's file is read whole (not streamed), but its gzip was inflated
+    by ``gzip.decompress`` without a bound: a 300 KB bomb was 300 MiB in memory."""
+    from trawl.sources.crates.archive import ArchiveError, parse_day
+
+    rows = b"version_id,downloads,date\n" + b"".join(b"%d,%d,2026-01-02\n" % (n, n) for n in range(1000))
+    two_members = gzip.compress(rows[:5000]) + gzip.compress(rows[5000:])
+    assert parse_day(two_members, "2026-01-02").height == 1000
+    with pytest.raises(ArchiveError, match="inflates past 256 MiB"):
+        parse_day(gzip.compress(rows + bytes(300 << 20)), "2026-01-02")

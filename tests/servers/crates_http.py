@@ -14,7 +14,7 @@ import gzip
 import zlib
 
 from tests.servers.crates_dump import FakeCratesDumpServer
-from tests.servers.local import Answer, SeenRequest
+from tests.servers.local import Answer, LocalServer, SeenRequest
 
 #: The statuses of a redirect chain, in turn.
 REDIRECTS = (301, 302, 307, 308, 303)
@@ -64,3 +64,15 @@ class EncodingDumpServer(FakeCratesDumpServer):
     def moved(self, hops: int, name: str = "db-dump.tar.gz") -> str:
         """A URL ``hops`` redirects away from the dump."""
         return f"{self.base_url}/moved/{hops}/{name}"
+
+
+class Redirector(LocalServer):
+    """Answers every path with a 301 to the same path under ``target`` (a moved mirror)."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target.rstrip("/")
+        self.requests: list[SeenRequest] = []
+
+    def answer(self, request: SeenRequest) -> Answer:
+        self.requests.append(request)
+        return 301, b"", {"Location": f"{self.target}{request.path}"}

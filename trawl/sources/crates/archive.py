@@ -27,7 +27,6 @@ or absent; readable by polars, pyarrow and DuckDB (hive partitioning by ``day``)
 
 from __future__ import annotations
 
-import gzip
 import io
 import os
 import zlib
@@ -67,13 +66,33 @@ class ArchiveError(Exception):
     """A day's file that cannot be read whole (the message says what, the caller says where)."""
 
 
-def _inflated(body: bytes) -> bytes:
+#: What a day's file may inflate to: the biggest day of 2026 is about 20 MB of CSV; a gzip
+#: bomb of 1 MB would otherwise inflate whole in memory (``gzip.decompress`` has no bound).
+DAY_MAX_BYTES = 256 << 20
+
+
+def _inflated(body: bytes, limit: int = DAY_MAX_BYTES) -> bytes:
+    """A gzipped day (one member or several) inflated 1 MiB at a time, at most ``limit`` bytes;
+    a plain one as it is."""
     if body[:2] != b"\x1f\x8b":
         return body
+    parts, size, pending = [], 0, body
     try:
-        return gzip.decompress(body)
-    except (EOFError, OSError, zlib.error):
+        while pending:
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # the next gzip member
+            while pending and not inflater.eof:
+                part = inflater.decompress(pending, 1 << 20)
+                pending = inflater.unconsumed_tail
+                size += len(part)
+                if size > limit:
+                    raise ArchiveError(f"the gzip stream inflates past {limit >> 20} MiB: not a day's file")
+                parts.append(part)
+            if not inflater.eof:
+                raise ArchiveError("the gzip stream is cut short or corrupt")
+            pending = inflater.unused_data
+    except zlib.error:
         raise ArchiveError("the gzip stream is cut short or corrupt") from None
+    return b"".join(parts)
 
 
 def parse_day(body: bytes, day: str) -> pl.DataFrame:

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 import scrapy
 from scrapy.http import Response
+from scrapy.utils.datatypes import SequenceExclude
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.python.failure import Failure
 
@@ -192,7 +193,8 @@ class HistoryBackfill:
         if not spider.take_request():
             raise _End
         what = f"history: the archive of {day}"
-        meta = {"handle_httpstatus_all": True, "page": what}
+        # Every status comes back here but a redirect, which Scrapy's middleware follows.
+        meta = {"handle_httpstatus_list": SequenceExclude(range(300, 400)), "page": what}
         request = scrapy.Request(url, headers=self.headers, meta=meta, dont_filter=True)
         try:
             response: Response = await maybe_deferred_to_future(
