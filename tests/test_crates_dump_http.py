@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.helpers import processes
 from tests.helpers.crates_tables import (
     CRATE_SQL,
     DEPENDENCY_SQL,
@@ -227,6 +228,60 @@ def test_a_bad_crates_dump_max_bytes_is_one_line(workdir: Path, value: str) -> N
     assert_no_traceback(result)
     assert result.returncode == 2
     assert "CRATES_DUMP_MAX_BYTES" in result.stderr
+
+
+#: Runs scrapy and writes its own peak RSS (VmHWM of this process, not of the forked parent).
+PEAK_RSS = """
+import atexit, re, runpy, sys
+def hwm():
+    status = open("/proc/self/status").read()
+    open("peak_rss_kb", "w").write(re.search(r"VmHWM:\\s+(\\d+)", status).group(1))
+atexit.register(hwm)
+sys.argv = ["scrapy", *sys.argv[1:]]
+runpy.run_module("scrapy", run_name="__main__")
+"""
+
+
+def peak_rss(workdir: Path, url: str, **settings: object) -> tuple[int, float, str]:
+    """Exit status, peak RSS (MB) and the log of one load in a process of its own."""
+    import os
+    import sys
+
+    given = {"STORE_URI": "sqlite:///x.db", "CRATES_DUMP_URL": url, **settings}
+    env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings")
+    with (workdir / "crawl.log").open("w") as log:
+        status = processes.run(
+            [sys.executable, "-c", PEAK_RSS, *crawl_args("crates", None, given)],
+            cwd=workdir, env=env, stdout=log, stderr=log, timeout=300,
+        ).returncode  # fmt: skip
+    return status, int((workdir / "peak_rss_kb").read_text()) / 1024, (workdir / "crawl.log").read_text()
+
+
+def test_a_dump_compressed_on_the_fly_is_decoded_as_it_streams_never_whole(workdir: Path) -> None:
+    """A 300 MB member (incompressible, skipped unread), the dump sent gzip on top: decoded a
+    step at a time as it arrives, the process never holding the body."""
+    import os
+
+    dump = make_dump(TABLES, extra={"export.sql": os.urandom(300 << 20)}, compresslevel=0)
+    with EncodingDumpServer(dump, "gzip") as server:
+        status, peak, log = peak_rss(workdir, server.dump_url)
+    assert status == 0, log[-3000:]
+    assert rows(workdir, VERSION_SQL) == EXPECTED_VERSIONS
+    assert peak < 300, f"peak RSS {peak:.0f} MB for a 300 MB dump sent gzip"
+
+
+def test_a_bomb_sent_gzip_on_the_wire_stops_at_the_bound_in_bounded_memory(workdir: Path) -> None:
+    """512 MiB of zeros in one member, the dump sent gzip: 0.5 MB on the wire. Stopped at a 128 MiB
+    ``DOWNLOAD_MAXSIZE`` once decoded, the process no bigger than a plain load."""
+    dump = make_dump(TABLES, extra={"export.sql": bytes(512 << 20)}, compresslevel=0)
+    with EncodingDumpServer(dump, "gzip") as server:
+        limit = '{"crates": 134217728}'
+        status, peak, log = peak_rss(workdir, server.dump_url, SOURCE_DOWNLOAD_MAXSIZE=limit)
+    assert status == 1, log[-3000:]
+    errors = [line for line in log.splitlines() if "] ERROR:" in line]
+    assert len(errors) == 1 and "over the size limit of 128 MiB (DOWNLOAD_MAXSIZE)" in errors[0], errors
+    assert "Traceback" not in log
+    assert peak < 200, f"peak RSS {peak:.0f} MB"
 
 
 # --- the per-day archive (-a history=) ----------------------------------------------------------

@@ -15,7 +15,8 @@ Modules, each with one concern:
   answers as records, the arguments and the User-Agent policy);
 * :mod:`.incremental`: ``-a mode=incremental``, and what the API modes read from the store;
 * :mod:`.zipstream`: the zip variant's members, read from the stream's local headers;
-* :mod:`.stream`: the download handler that streams the dump's body to the reading thread;
+* :mod:`.stream`: the download handler that streams the dump's body to the reading thread
+  (decoded of its ``Content-Encoding`` by :mod:`trawl.politeness.decoding`, after any redirect);
 * :mod:`.snapshot`: one dump as one snapshot (skip a dump not newer, stage, switch);
 * :mod:`.parquet`: the raw layer, a Parquet dataset per table partitioned by dump date;
 * :mod:`.history`, :mod:`.archive`: ``-a history=DAYS``, the per-day archive of version
