@@ -155,6 +155,33 @@ def test_redirects_switched_off_are_one_error_line(workdir: Path) -> None:
     assert hops == 1
 
 
+def test_sigint_while_the_moved_dumps_next_hop_waits_at_the_gate_ends_within_seconds(workdir: Path) -> None:
+    """The stream stays open across a redirect (the next hop streams into it): a stop before that
+    hop is answered still ends the spider's wait for it, and the run, at once."""
+    import signal
+
+    from tests.conftest import TEST_DEFAULTS
+    from tests.interrupts import Trawl
+
+    with EncodingDumpServer(make_dump(TABLES)) as server:
+        given = {
+            **TEST_DEFAULTS,
+            "STORE_URI": "sqlite:///x.db",
+            "CRATES_DUMP_URL": server.moved(2),
+            "RATE_LIMITS_ENABLED": "True",  # the next hop waits a minute at the source's gate
+            "RATE_LIMITS": '{"crates": "1/60s"}',
+        }
+        with Trawl(workdir, *crawl_args("crates", None, given)) as run:
+            run.wait_for("fetching the db-dump")
+            run.wait_until(lambda: len(server.requests) >= 1)
+            run.send(signal.SIGINT)
+            code, took = run.finish(timeout=30)
+    assert code == 1, run.stderr[-3000:]
+    assert took < 10, f"stopped {took:.1f} s after SIGINT"
+    assert "Traceback" not in run.stderr, run.stderr[-3000:]
+    assert [r.path for r in server.requests] == ["/moved/2/db-dump.tar.gz"]
+
+
 # --- proxies ------------------------------------------------------------------------------------
 
 
