@@ -204,6 +204,17 @@ def test_the_dump_is_fetched_through_http_proxy_from_the_environment(workdir: Pa
     assert_loaded(result, workdir)
 
 
+def test_a_banned_proxy_hands_the_dump_to_the_next_which_streams_it(workdir: Path) -> None:
+    """The first proxy answers 403 (banned, rested); the request goes again through the second,
+    and its answer streams into the same reader (the stream was ended at the 403 before)."""
+    with EncodingDumpServer(make_dump(TABLES)) as server, FakeProxy("ban") as banned, FakeProxy() as good:
+        result = crawl(workdir, server.dump_url, PROXY_LIST=f"{banned.url},{good.url}")
+        tried = ([r.url for r in banned.requests], [r.url for r in good.requests])
+    assert tried == ([server.dump_url], [server.dump_url])
+    assert "proxy #1 banned (HTTP 403)" in result.stderr
+    assert_loaded(result, workdir)
+
+
 # --- bounds -------------------------------------------------------------------------------------
 
 
