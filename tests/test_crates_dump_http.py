@@ -11,6 +11,7 @@ snapshot held before left live.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,7 +31,7 @@ from tests.helpers.crates_tables import (
 )
 from tests.servers.crates_api import FakeCrate, FakeCratesApi, FakeVersion
 from tests.servers.crates_dump import make_dump
-from tests.servers.crates_http import EncodingDumpServer, Redirector
+from tests.servers.crates_http import CuttingProxy, EncodingDumpServer, Redirector
 from tests.servers.proxy import FakeProxy
 
 FIRST = "2026-09-01-020003"
@@ -227,6 +228,20 @@ def load_first(workdir: Path, server: EncodingDumpServer) -> None:
 def assert_first_is_live(workdir: Path) -> None:
     assert snapshots(workdir) == [FIRST]
     assert rows(workdir, VERSION_SQL) == EXPECTED_VERSIONS
+
+
+def test_a_proxy_failing_mid_answer_is_not_asked_again_through_another(workdir: Path) -> None:
+    """Half the dump came through the first proxy when it dropped the connection: the reader is
+    midway, so the request is not sent again through the second proxy (whose whole answer would
+    start the archive anew under it); one ERROR line, the snapshot held stays live."""
+    with EncodingDumpServer(b"") as server, CuttingProxy() as cutting, FakeProxy() as good:
+        load_first(workdir, server)
+        server.dump = second_dump(**{"export.sql": os.urandom(2 << 20)})
+        result = crawl(workdir, server.dump_url, PROXY_LIST=f"{cutting.base_url},{good.url}")
+        asked = (len(cutting.requests), len(good.requests))
+    assert asked == (1, 0)
+    assert_one_error(result)
+    assert_first_is_live(workdir)
 
 
 def test_an_answer_inflating_past_the_size_limit_is_one_error_line_and_the_snapshot_stays(

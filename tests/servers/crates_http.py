@@ -11,7 +11,10 @@ to itself for ever.
 from __future__ import annotations
 
 import gzip
+import threading
+import urllib.request
 import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from tests.servers.crates_dump import FakeCratesDumpServer
 from tests.servers.local import Answer, LocalServer, SeenRequest
@@ -76,3 +79,40 @@ class Redirector(LocalServer):
     def answer(self, request: SeenRequest) -> Answer:
         self.requests.append(request)
         return 301, b"", {"Location": f"{self.target}{request.path}"}
+
+
+class CuttingProxy(LocalServer):
+    """A forward proxy that fetches the target whole, then sends the first half of its body under
+    the whole body's ``Content-Length`` and drops the connection: a proxy failing mid-answer."""
+
+    def __init__(self) -> None:
+        self.requests: list[SeenRequest] = []
+
+    def answer(self, request: SeenRequest) -> Answer:  # pragma: no cover - :meth:`__enter__` serves
+        raise NotImplementedError
+
+    def __enter__(self) -> CuttingProxy:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                fake.requests.append(SeenRequest("GET", self.path, {}, {}, b"", self.path))
+                with urllib.request.urlopen(self.path) as upstream:
+                    body, ctype = upstream.read(), upstream.headers.get("Content-Type", "")
+                self.send_response(200)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body[: len(body) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+
+        self._httpd = ThreadingHTTPServer((self.host, self.port), Handler)
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
+        return self

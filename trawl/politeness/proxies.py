@@ -51,6 +51,9 @@ logger = logging.getLogger(__name__)
 
 PROXY_KEY = "trawl_proxy"
 _TRIES = "trawl_proxy_tries"
+#: request.meta key: the request must not be sent again through another proxy (its body began
+#: to stream to a reader, which is midway: a second answer would start the body anew under it).
+NO_RESEND = "trawl_no_resend"
 
 
 @dataclass
@@ -220,7 +223,7 @@ class ProxyRotationMiddleware:
         self.crawler.stats.inc_value(statkeys.PROXY_BANS)
         logger.warning("%s banned (%s); resting %.0f s", proxy.label, reason, rest)
         tries = request.meta.get(_TRIES, 0) + 1
-        if tries >= self.max_tries:
+        if tries >= self.max_tries or request.meta.get(NO_RESEND):
             return None
         retry = request.replace(dont_filter=True)
         retry.meta[_TRIES] = tries

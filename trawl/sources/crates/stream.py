@@ -46,6 +46,7 @@ from twisted.web.client import ResponseDone
 
 from trawl.politeness.decoding import Decoded, UnknownEncoding, encodings_of
 from trawl.politeness.handler import GatedHTTPDownloadHandler
+from trawl.politeness.proxies import NO_RESEND
 from trawl.run.stopping import stopping
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class BodyStream:
     def write(self, data: bytes) -> None:
         """A chunk, as ``_ResponseReader`` writes it into its body buffer."""
         with self._condition:
-            if self.discarding:
+            if self.discarding or self._ended:  # nothing after the end (never a second answer's bytes)
                 return
             self._chunks.append(data)
             self._buffered += len(data)
@@ -246,6 +247,8 @@ class _StreamingAgent(http11._ScrapyAgent):
             encodings = txresponse.headers.getRawHeaders(b"content-encoding")
             txresponse.headers.removeHeader(b"content-encoding")
             stream.decode(encodings, int(request.meta.get("download_maxsize", self._maxsize)))
+
+            request.meta[NO_RESEND] = True  # a reader is midway: no second answer under it
 
             def deliver_to_stream(protocol: Any) -> None:
                 protocol._bodybuf = stream
