@@ -306,6 +306,8 @@ def one_round(number: int, mix: list[str], timeout: float, verbose: bool) -> tup
             for line in run.log.splitlines():
                 if f"[{name}]" in line or "WARNING" in line or "ERROR" in line:
                     print(f"          {line[20:]}")
+            if "Traceback" in run.log:  # all of it: what failed, where
+                print("          " + run.log[run.log.index("Traceback") :].replace("\n", "\n          "))
     return exact, [live, probe]
 
 
