@@ -177,8 +177,8 @@ class BodyStream:
 
         Raises :class:`StreamBroken` when the transfer failed, and, for an encoded body,
         :class:`~trawl.politeness.bounds.ResponseTooLarge` past the bound once decoded,
-        :class:`~trawl.politeness.decoding.UnknownEncoding`, or ``EOFError`` / ``zlib.error``
-        for a compressed body cut short or corrupt."""
+        :class:`~trawl.politeness.decoding.UnknownEncoding`, or ``EOFError``
+        (:class:`~trawl.politeness.decoding.CorruptBody`) for a compressed body cut short or corrupt."""
         if self._refused is not None:
             raise self._refused
         if self._decoded is not None:
@@ -247,7 +247,6 @@ class _StreamingAgent(http11._ScrapyAgent):
             encodings = txresponse.headers.getRawHeaders(b"content-encoding")
             txresponse.headers.removeHeader(b"content-encoding")
             stream.decode(encodings, int(request.meta.get("download_maxsize", self._maxsize)))
-
             request.meta[NO_RESEND] = True  # a reader is midway: no second answer under it
 
             def deliver_to_stream(protocol: Any) -> None:
