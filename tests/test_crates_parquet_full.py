@@ -50,19 +50,27 @@ def small_disk(folder: Path, size: str = "1m") -> Iterator[bool]:
 def crawl(
     workdir: Path, url: str, root: Path, file_limit: int | None = None, store: bool = True, *extra: str
 ) -> CrawlResult:
-    """One load; ``file_limit``: under ``ulimit -f`` of that many bytes (a plain subprocess: the
-    limit is set in the child before it starts, ``preexec_fn``)."""
+    """One load; ``file_limit``: under ``ulimit -f`` of that many bytes (:func:`crawl_limited`)."""
     settings = {"STORE_URI": "sqlite:///x.db" if store else "", "CRATES_DUMP_URL": url}
     given = {**settings, "CRATES_PARQUET_DIR": root, "CRATES_BATCH_ROWS": 1000}
     args = crawl_args("crates", None, given, *extra)
     if file_limit is None:
         return run_scrapy(workdir, *args)
+    return crawl_limited(workdir, args, file_limit)
+
+
+def crawl_limited(workdir: Path, args: list[str], file_limit: int) -> CrawlResult:
+    """``scrapy ARGS`` under ``ulimit -f`` (a plain subprocess: ``preexec_fn`` sets the limit in
+    the child before it starts), with the suite's defaults."""
     given_text = " ".join(map(str, args))
-    args += [
-        a
-        for name, value in TEST_DEFAULTS.items()
-        if f"{name}=" not in given_text
-        for a in ("-s", f"{name}={value}")
+    args = [
+        *args,
+        *(
+            a
+            for name, value in TEST_DEFAULTS.items()
+            if f"{name}=" not in given_text
+            for a in ("-s", f"{name}={value}")
+        ),
     ]
 
     def limited() -> None:
@@ -136,3 +144,46 @@ def test_the_file_size_limit_fallback_also_is_one_line(workdir: Path, tmp_path: 
 
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="tmpfs and rlimits are POSIX")
+
+
+def test_a_full_parquet_folder_during_the_history_backfill_is_one_error_line(
+    workdir: Path, tmp_path: Path
+) -> None:
+    """``-a history=``: a day's Parquet file on a full disk is one ERROR line naming the folder,
+    nothing of that day stored, no partial file left."""
+    from datetime import UTC, datetime, timedelta
+
+    from tests.servers.crates_api import FakeCrate, FakeCratesApi, FakeVersion
+
+    root = tmp_path / "raw"
+    day = (datetime.now(UTC).date() - timedelta(days=91)).isoformat()
+    rng = random.Random(8)
+    body = "version_id,downloads,date\n" + "".join(
+        f"{rng.getrandbits(40)},{rng.getrandbits(40)},{day}\n" for _ in range(60_000)
+    )
+    version = FakeVersion(31, "0.1.0", "2020-01-01T00:00:00Z", "2020-01-01T00:00:00Z")
+    tiny = FakeCrate(3, "tiny", "2020-01-01T00:00:00Z", "2020-01-02T00:00:00Z", versions=[version])
+    with FakeCratesApi([tiny]) as api, small_disk(root, "256k") as mounted:
+        api.archive = {day: body.encode()}
+        settings = {
+            "CRATES_BASE_URL": api.base_url,
+            "CRATES_ARCHIVE_BASE_URL": api.archive_url,
+            "CRATES_USER_AGENT": "trawl-tests (tests@example.org)",
+            "STORE_URI": "sqlite:///x.db",
+            "CRATES_PARQUET_DIR": root,
+        }
+        args = crawl_args("crates", None, settings, "-a", "mode=api", "-a", "crates=tiny", "-a", "history=1")
+        if mounted:
+            result = run_scrapy(workdir, *args)
+        else:
+            result = crawl_limited(workdir, args, 256 << 10)
+        leftovers = [p.name for p in root.rglob("*") if p.is_file()]
+    assert_no_traceback(result)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert len(result.errors) == 1, "\n".join(result.errors)
+    assert str(root) in result.errors[0], result.errors[0]
+    assert leftovers == []
+    with sqlite3.connect(workdir / "x.db") as con:  # the day is not in the ledger: the rerun fetches it
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "version_download_archive_day_records" in tables:
+            assert con.execute("SELECT count(*) FROM version_download_archive_day_records").fetchone() == (0,)

@@ -35,6 +35,7 @@ from pathlib import Path
 import polars as pl
 
 from trawl.records.batches import Batch
+from trawl.sources.crates.parquet import WRITE_ERRORS, cannot_write
 from trawl.sources.crates.records import VersionDownloadBatch
 
 #: The Parquet dataset of the archived days, under ``CRATES_PARQUET_DIR``.
@@ -137,10 +138,15 @@ def parquet_days(root: Path) -> set[str]:
 
 
 def write_parquet(root: Path, day: str, frame: pl.DataFrame) -> None:
-    """The day's rows as ``<root>/version_downloads_archive/day=<day>/part-000000.parquet``, whole or none."""
+    """The day's rows as ``<root>/version_downloads_archive/day=<day>/part-000000.parquet``, whole or
+    none; :class:`~.parquet.ParquetError` (one line naming ``root``) when it cannot be written."""
     folder = root / DATASET / f"day={day}"
-    folder.mkdir(parents=True, exist_ok=True)
     final = folder / "part-000000.parquet"
     partial = folder / f".part-000000.parquet.{os.getpid()}"
-    frame.drop("mode").write_parquet(partial)
-    os.replace(partial, final)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        frame.drop("mode").write_parquet(partial)
+        os.replace(partial, final)
+    except WRITE_ERRORS as exc:
+        partial.unlink(missing_ok=True)
+        raise cannot_write(root, exc) from None

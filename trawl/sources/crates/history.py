@@ -54,6 +54,7 @@ from trawl.sources.crates.archive import (
     parse_day,
     write_parquet,
 )
+from trawl.sources.crates.parquet import ParquetError
 from trawl.stores.contract import KindReadingStore
 
 if TYPE_CHECKING:
@@ -166,7 +167,11 @@ class HistoryBackfill:
             )
             return
         if self.parquet_dir is not None:
-            await asyncio.to_thread(write_parquet, self.parquet_dir, day, frame)
+            try:
+                await asyncio.to_thread(write_parquet, self.parquet_dir, day, frame)
+            except ParquetError as exc:  # a full disk: the next day would fail the same way
+                spider.record_error("parquet", "history: %s", exc)
+                raise _End from None
         size = max(1, spider.batch_rows)
         for number, chunk in enumerate(frame.iter_slices(size)):
             if not await spider._store_caught_up():
