@@ -52,6 +52,7 @@ from trawl.mining.spans import Span, read_widened, wider
 from trawl.mining.work import Result, extractor
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.records.canonical import canonicalize_many
+from trawl.run import stopping
 from trawl.run.counts import counted
 from trawl.sources.responses import stats
 from trawl.sources.responses.records import ResponseBatch
@@ -113,6 +114,7 @@ class Miner:
         self.emitting = 0
         self.outside: Counter[str] = Counter()
         self.pool: MiningPool | None = None
+        self.crawler.signals.connect(self._stopping, signal=stopping.stopping)
 
     # --- the run ---------------------------------------------------------------------------
 
@@ -313,6 +315,12 @@ class Miner:
             mimes=[[]] * len(seen),
         )
 
+    def _stopping(self, reason: str) -> None:
+        """A stop (a signal, a store error): no findings are handed over from now on; a rerun mines
+        the files whose ``mined`` records were not stored. A finished run mined everything while idle."""
+        if reason != "finished":
+            self.closing = True
+
     def _emit(self, batch: Any) -> None:
         """Into the item pipeline as an item from ``start()`` goes; the engine looks again when done."""
         if self.closing:  # the engine is closing: a rerun mines (or widens) these files again
@@ -326,6 +334,11 @@ class Miner:
             nextcall = getattr(slot, "nextcall", None)
             if nextcall is not None:  # Scrapy's private heartbeat (2.19): look for idleness now
                 nextcall.schedule()
+            # An item handed over outside a response is not watched by the scraper's close (2.19):
+            # without this its close waited for ever when the run stopped with such an item in flight.
+            check = getattr(scraper, "_check_if_closing", None)
+            if check is not None and scraper.slot is not None:
+                check()
             return result
 
         deferred_from_coro(scraper.start_itemproc_async(batch, response=None)).addBoth(done)
