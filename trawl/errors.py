@@ -13,3 +13,9 @@ class TrawlUsageError(TrawlError):
 
 class StoreError(TrawlError):
     """The configured store cannot be opened or written."""
+
+
+#: Exit status of a command that failed (a store that cannot be read, nothing of what was asked).
+EXIT_FAILED = 1
+#: Exit status of a command given bad input (an option, an argument, a setting).
+EXIT_USAGE = 2

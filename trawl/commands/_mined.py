@@ -15,12 +15,11 @@ from typing import Any
 
 import polars as pl
 
-from trawl.errors import TrawlUsageError
+from trawl.errors import TrawlError, TrawlUsageError
 from trawl.mining.records import ENDPOINT_SCHEMA, MINED_SCHEMA, EndpointBatch, MinedBatch
-from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.readcommand import add_store_option, open_readable, store_uri
 from trawl.sources.arguments import parse_bool
 from trawl.sources.target import parse_target
-from trawl.stores.registry import store_class
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +33,7 @@ class Scope:
 def add_scope_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-a", dest="arguments", action="append", default=[], metavar="NAME=VALUE",
                         help="domain=DOMAIN (its subdomains too, unless subs=false)")  # fmt: skip
-    parser.add_argument("--store", metavar="URI", help="store to read (default: the STORE_URI setting)")
+    add_store_option(parser)
 
 
 def read_scope(pairs: list[str]) -> Scope:
@@ -55,12 +54,8 @@ class MinedStore:
 
     def __init__(self, settings: Any, given: str | None) -> None:
         self.settings = settings
-        self.uri = str(given or settings.get("STORE_URI") or "").strip()
-        if not self.uri:
-            raise TrawlUsageError("no store to read: set STORE_URI (or --store URI)")
-        pm = plugin_manager_from_settings(settings)
-        self.klass: Any = store_class(self.uri, pm, needs=("read_kinds", "responses"))
-        self.klass.check_uri(self.uri)
+        self.uri = store_uri(settings, given)
+        self.klass: Any = open_readable(settings, self.uri, ("read_kinds", "responses"))
 
     def endpoints(self) -> pl.DataFrame:
         return self.klass.read_stored_kind(self.uri, EndpointBatch, list(ENDPOINT_SCHEMA), self.settings)
@@ -83,3 +78,12 @@ class MinedStore:
             ]
         finally:
             index.close()
+
+
+def require_found(count: int, what: str, scope: Scope, uri: str) -> None:
+    """Nothing of ``what`` for the scope: one line saying so, not an empty answer."""
+    if count:
+        return
+    where = f" for {scope.domain}" if scope.domain else ""
+    hint = f" -a domain={scope.domain}" if scope.domain else ""
+    raise TrawlError(f"no {what}{where} in the store {uri} (trawl crawl responses{hint} mines them)")

@@ -21,14 +21,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 import polars as pl
-from scrapy.commands import ScrapyCommand
 
 from trawl.commands._output import FORMATS, default_format, write_csv, write_jsonl, write_table
 from trawl.errors import TrawlError, TrawlUsageError
-from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.readcommand import StoreReadingCommand, add_store_option, open_readable
 from trawl.sources.crates.alerts import check_alerts
 from trawl.sources.crates.alerts.rules import (
     MAX_WINDOW,
@@ -40,10 +38,8 @@ from trawl.sources.crates.alerts.rules import (
 )
 from trawl.sources.crates.questions import downloads, graph
 from trawl.sources.crates.questions.layers import StoreLayer, choose_layer
-from trawl.stores.registry import store_class
+from trawl.sources.crates.records import CrateBatch
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 #: Question -> (positional arguments it takes, options of its own).
 QUESTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "top": ("", ("by", "days", "limit")),
@@ -68,11 +64,7 @@ _OPTIONS = (
 )
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False  # reads a store or Parquet files: no crawler
-    default_settings = {"LOG_ENABLED": False}
-
+class Command(StoreReadingCommand):
     def syntax(self) -> str:
         return "top|deps|rdeps|updated|trends|watch [ARGS] [options]"
 
@@ -104,22 +96,10 @@ class Command(ScrapyCommand):
             "--on", metavar="EVENTS", help="watch add: version,yanked,dependency (default all)", **text
         )
         parser.add_argument("--format", choices=FORMATS, default=None, help="table, txt, jsonl or csv")
-        parser.add_argument("--store", metavar="URI", help="store to read (default: the STORE_URI setting)")
+        add_store_option(parser)
         parser.add_argument("--layer", metavar="auto|store|parquet", default="auto", help="where to read")
 
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        try:
-            self._run(args, opts)
-        except BrokenPipeError:  # `| head`: the reader has what it wanted
-            sys.stdout = None  # type: ignore[assignment]
-        except TrawlUsageError as exc:
-            self._fail(str(exc), EXIT_USAGE)
-        except TrawlError as exc:
-            self._fail(str(exc), EXIT_FAILED)
-        except Exception as exc:  # noqa: BLE001 - a store or file that failed mid-read: one line
-            self._fail(f"the question failed: {type(exc).__name__}: {exc}".splitlines()[0][:300], EXIT_FAILED)
-
-    def _run(self, args: list[str], opts: argparse.Namespace) -> None:
+    def answer(self, args: list[str], opts: argparse.Namespace) -> None:
         if not args or args[0] not in QUESTIONS:
             given = f", not {args[0]!r}" if args else ""
             raise TrawlUsageError(
@@ -175,16 +155,17 @@ class Command(ScrapyCommand):
 
     def _store(self, uri: str) -> StoreLayer:
         assert self.settings is not None
-        klass: Any = store_class(uri, plugin_manager_from_settings(self.settings), needs=("read_kinds",))
-        klass.check_uri(uri)
-        return StoreLayer(klass, uri, self.settings)
+        return StoreLayer(open_readable(self.settings, uri, ("read_kinds",)), uri, self.settings)
 
     def _layer(self, opts: argparse.Namespace):  # type: ignore[no-untyped-def]
         assert self.settings is not None
         uri = self._uri(opts)
         layer = str(opts.layer).strip().lower()
         store = self._store(uri) if uri and layer != "parquet" else None
-        return choose_layer(layer, str(self.settings.get("CRATES_PARQUET_DIR") or "").strip(), store)
+        chosen = choose_layer(layer, str(self.settings.get("CRATES_PARQUET_DIR") or "").strip(), store)
+        if chosen is store and store is not None and not store.read(CrateBatch, ["id"]).height:
+            raise TrawlError(f"the store {uri} holds no crates.io data (load it: trawl crawl crates)")
+        return chosen
 
     def _watch(self, rest: list[str], opts: argparse.Namespace) -> None:
         """``watch list|add|remove|growth|check``: the rules in ``CRATES_WATCH_FILE``."""
@@ -246,10 +227,6 @@ class Command(ScrapyCommand):
                 noun=noun, empty=f"no {noun[1]}",
             )  # fmt: skip
         out.flush()
-
-    def _fail(self, message: str, status: int) -> None:
-        sys.stderr.write(f"trawl: error: {message}\n")
-        self.exitcode = status
 
 
 def _cell(value: object) -> str:

@@ -23,7 +23,7 @@ from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from trawl.errors import TrawlError
+from trawl.errors import EXIT_USAGE, TrawlError
 from trawl.exports.from_store import export_from_store
 from trawl.exports.written import say_what_was_written
 from trawl.pipeline.manager import plugin_manager_from_settings
@@ -45,7 +45,6 @@ from trawl.validation import LOGGING_SETTINGS, apply_declared_defaults, validate
 if TYPE_CHECKING:
     import pluggy
 
-EXIT_USAGE = 2
 #: The spider argument scrapyd adds to every job (``-a _job=<id>``).
 SCRAPYD_JOB_ARGUMENT = "_job"
 EXIT_INCOMPLETE = 1

@@ -18,24 +18,17 @@ import argparse
 import sys
 from typing import Any, TextIO
 
-from scrapy.commands import ScrapyCommand
-
-from trawl.commands._mined import MinedStore, add_scope_options, read_scope
+from trawl.commands._mined import MinedStore, add_scope_options, read_scope, require_found
 from trawl.commands._output import FORMATS, default_format, write_csv, write_jsonl, write_table
-from trawl.errors import TrawlError, TrawlUsageError
+from trawl.errors import TrawlUsageError
 from trawl.mining.history import Step, history, listing, of_domain
+from trawl.readcommand import StoreReadingCommand
 from trawl.records.canonical import canonicalize
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 COLUMNS = ("method", "endpoint", "query", "body", "headers", "how", "first_seen", "last_seen", "files")
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False
-    default_settings = {"LOG_ENABLED": False}
-
+class Command(StoreReadingCommand):
     def syntax(self) -> str:
         return "[-a domain=DOMAIN] [--history URL] [--format FORMAT]"
 
@@ -50,45 +43,24 @@ class Command(ScrapyCommand):
         parser.add_argument("--format", choices=FORMATS, default=None,
                             help="output format (default: table on a terminal, txt otherwise)")  # fmt: skip
 
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+    def answer(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         if args:
-            self._fail(
-                f"unexpected {' '.join(args)!r}; usage: trawl endpoints [-a domain=D] [--history URL]",
-                EXIT_USAGE,
+            raise TrawlUsageError(
+                f"unexpected {' '.join(args)!r}; usage: trawl endpoints [-a domain=D] [--history URL]"
             )
-            return
         out = sys.stdout
         fmt = default_format(out, opts.format)
-        try:
-            scope = read_scope(opts.arguments)
-            url = _file_url(opts.history) if opts.history is not None else None
-            store = MinedStore(self.settings, opts.store)
-            if url is not None:
-                mined = set(store.mined().get_column("digest").to_list())
-                steps = history(store.captures(url), store.endpoints(), mined)
-                rows: Any = None
-            else:
-                endpoints = of_domain(store.endpoints(), scope.domain, scope.subdomains)
-                rows = listing(endpoints)
-        except TrawlUsageError as exc:
-            self._fail(str(exc), EXIT_USAGE)
+        scope = read_scope(opts.arguments)
+        url = _file_url(opts.history) if opts.history is not None else None
+        store = MinedStore(self.settings, opts.store)
+        if url is not None:
+            mined = set(store.mined().get_column("digest").to_list())
+            write_history(out, url, history(store.captures(url), store.endpoints(), mined), fmt)
             return
-        except TrawlError as exc:
-            self._fail(str(exc), EXIT_FAILED)
-            return
-        try:
-            if url is not None:
-                write_history(out, url, steps, fmt)
-            else:
-                write_endpoints(out, rows, fmt)
-            out.flush()
-        except BrokenPipeError:
-            sys.stdout = None  # type: ignore[assignment]
-
-    def _fail(self, message: str, status: int) -> None:
-        sys.stderr.write(f"trawl: error: {message}\n")
-        self.exitcode = status
+        endpoints = of_domain(store.endpoints(), scope.domain, scope.subdomains)
+        require_found(endpoints.height, "endpoints mined", scope, store.uri)
+        write_endpoints(out, listing(endpoints), fmt)
 
 
 def _file_url(raw: str) -> str:

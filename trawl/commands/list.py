@@ -14,7 +14,7 @@ import sys
 from scrapy.commands.list import Command as ScrapyListCommand
 from scrapy.spiderloader import get_spider_loader
 
-EXIT_USAGE = 2
+from trawl.errors import EXIT_USAGE
 
 
 class Command(ScrapyListCommand):

@@ -14,21 +14,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from scrapy.commands import ScrapyCommand
-
-from trawl.commands._mined import MinedStore, add_scope_options, read_scope
+from trawl.commands._mined import MinedStore, add_scope_options, read_scope, require_found
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.mining.history import of_domain, wordlist
-
-EXIT_FAILED = 1
-EXIT_USAGE = 2
+from trawl.readcommand import StoreReadingCommand
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False
-    default_settings = {"LOG_ENABLED": False}
-
+class Command(StoreReadingCommand):
     def syntax(self) -> str:
         return "[-a domain=DOMAIN] [-o FILE]"
 
@@ -42,41 +34,24 @@ class Command(ScrapyCommand):
             "-o", "--output", metavar="FILE", help="write the wordlist here (default: stdout)"
         )
 
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+    def answer(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         if args:
-            self._fail(
-                f"unexpected {' '.join(args)!r}; usage: trawl params [-a domain=example.com] [-o FILE]",
-                EXIT_USAGE,
+            raise TrawlUsageError(
+                f"unexpected {' '.join(args)!r}; usage: trawl params [-a domain=example.com] [-o FILE]"
             )
-            return
-        try:
-            scope = read_scope(opts.arguments)
-            store = MinedStore(self.settings, opts.store)
-            endpoints = of_domain(store.endpoints(), scope.domain, scope.subdomains)
-            mined = of_domain(store.mined(), scope.domain, scope.subdomains)
-            names = wordlist(endpoints, mined)
-        except TrawlUsageError as exc:
-            self._fail(str(exc), EXIT_USAGE)
-            return
-        except TrawlError as exc:
-            self._fail(str(exc), EXIT_FAILED)
-            return
+        scope = read_scope(opts.arguments)
+        store = MinedStore(self.settings, opts.store)
+        endpoints = of_domain(store.endpoints(), scope.domain, scope.subdomains)
+        mined = of_domain(store.mined(), scope.domain, scope.subdomains)
+        names = wordlist(endpoints, mined)
+        require_found(len(names), "parameter names mined", scope, store.uri)
         text = "".join(f"{name}\n" for name in names)
         if opts.output:
             try:
                 Path(opts.output).write_text(text, encoding="utf-8")
             except OSError as exc:
-                self._fail(f"cannot write {opts.output}: {exc.strerror or exc}", EXIT_FAILED)
-                return
+                raise TrawlError(f"cannot write {opts.output}: {exc.strerror or exc}") from None
             sys.stderr.write(f"{len(names)} parameter names written to {opts.output}\n")
             return
-        try:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-        except BrokenPipeError:
-            sys.stdout = None  # type: ignore[assignment]
-
-    def _fail(self, message: str, status: int) -> None:
-        sys.stderr.write(f"trawl: error: {message}\n")
-        self.exitcode = status
+        sys.stdout.write(text)

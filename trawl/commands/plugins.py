@@ -12,10 +12,8 @@ import sys
 
 from scrapy.commands import ScrapyCommand
 
-from trawl.errors import TrawlError
+from trawl.errors import EXIT_USAGE, TrawlError
 from trawl.pipeline.manager import ESSENTIAL_PLUGINS, plugin_manager_from_settings
-
-EXIT_USAGE = 2
 
 
 class Command(ScrapyCommand):

@@ -18,11 +18,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
-from trawl.errors import StoreError, TrawlError, TrawlUsageError
-from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.errors import EXIT_USAGE, TrawlError, TrawlUsageError
+from trawl.readcommand import StoreReadingCommand, add_store_option, open_readable, store_uri
 from trawl.run.counts import counted
 from trawl.run.files import FILES_SETTINGS, apply_umask
 from trawl.run.report import (
@@ -35,19 +34,12 @@ from trawl.run.report import (
     write_report,
 )
 from trawl.sources.target import parse_target
-from trawl.stores.registry import store_class
 from trawl.validation import validate_settings
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 REPORTS = ("new",)
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False  # reads a store: no spider loader, no crawler
-    default_settings = {"LOG_ENABLED": False}
-
+class Command(StoreReadingCommand):
     def syntax(self) -> str:
         return "new --domain DOMAIN [--since last|RUN|DATE] [-o FILE.txt|.jsonl|.csv]"
 
@@ -77,7 +69,7 @@ class Command(ScrapyCommand):
             help="write to FILE (.txt, .jsonl, .csv)",
         )
         parser.add_argument("--format", choices=FORMATS, default=None, help="stdout's format (default: txt)")
-        parser.add_argument("--store", metavar="URI", help="store to read (default: the STORE_URI setting)")
+        add_store_option(parser)
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         """After ``-s``: the files a report writes are private like a crawl's (:mod:`trawl.run.files`)."""
@@ -90,48 +82,32 @@ class Command(ScrapyCommand):
             sys.exit(EXIT_USAGE)
         apply_umask(self.settings)
 
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+    def answer(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         if not args or args[0] not in REPORTS or len(args) > 1:
             raise UsageError("give the report to make: trawl report new --domain example.com")
+        if not opts.domain:
+            raise TrawlUsageError("give the domain: trawl report new --domain example.com")
+        domain = parse_target(opts.domain).domain
+        since = parse_since(opts.since)
+        outputs = [(path, format_of(path, None)) for path in opts.output]
+        uri = store_uri(self.settings, opts.store, task="report on")
+        reader = open_readable(self.settings, uri, ("report",))
+        window = select_window(reader.list_runs(uri, domain, self.settings), domain, since)
+        count = 0
         try:
-            if not opts.domain:
-                raise TrawlUsageError("give the domain: trawl report new --domain example.com")
-            domain = parse_target(opts.domain).domain
-            since = parse_since(opts.since)
-            outputs = [(path, format_of(path, None)) for path in opts.output]
-            uri = str(opts.store or self.settings.get("STORE_URI") or "").strip()
-            if not uri:
-                raise TrawlUsageError("no store to report on: set STORE_URI (or --store URI)")
-            reader = store_class(uri, plugin_manager_from_settings(self.settings), needs=("report",))
-            reader.check_uri(uri)
-            window = select_window(reader.list_runs(uri, domain, self.settings), domain, since)  # type: ignore[attr-defined]
-            count = 0
             if outputs:
                 for path, fmt in outputs:
                     with ReportFile(path) as file:
                         count = write_report(report_frames(reader, uri, window, self.settings), file, fmt)
             else:
                 out = sys.stdout.buffer
-                count = write_report(
-                    report_frames(reader, uri, window, self.settings), out, opts.format or "txt"
-                )
+                frames = report_frames(reader, uri, window, self.settings)
+                count = write_report(frames, out, opts.format or "txt")
                 out.flush()
-        except BrokenPipeError:  # `| head`: the reader has what it wanted
-            sys.stdout = None  # type: ignore[assignment]
-            return
-        except TrawlUsageError as exc:
-            self._fail(str(exc), EXIT_USAGE)
-            return
-        except (TrawlError, StoreError, OSError) as exc:
-            self._fail(str(exc), EXIT_FAILED)
-            return
-        except Exception as exc:  # noqa: BLE001 - a store that failed mid-report: one line
-            self._fail(f"the report failed: {type(exc).__name__}: {exc}".splitlines()[0][:300], EXIT_FAILED)
-            return
+        except OSError as exc:
+            if isinstance(exc, BrokenPipeError):
+                raise
+            raise TrawlError(str(exc)) from None
         where = f"; written to {', '.join(path for path, _ in outputs)}" if outputs else ""
         sys.stderr.write(f"trawl: {counted(count, 'new URL')} for {domain} {window.describe()}{where}\n")
-
-    def _fail(self, message: str, status: int) -> None:
-        sys.stderr.write(f"trawl: error: {message}\n")
-        self.exitcode = status

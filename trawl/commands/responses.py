@@ -21,27 +21,19 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 import orjson
-from scrapy.commands import ScrapyCommand
-from scrapy.exceptions import UsageError
 
 from trawl.errors import TrawlError, TrawlUsageError
-from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.readcommand import StoreReadingCommand, add_store_option, open_readable, store_uri
 from trawl.sources.arguments import parse_bool
 from trawl.sources.responses.records import RESPONSE_SCHEMA
 from trawl.sources.target import parse_target
-from trawl.stores.registry import store_class
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 FORMATS = ("table", "txt", "jsonl", "csv")
 ACTIONS = ("list",)
+USAGE = "trawl responses list [-a domain=example.com] [--format table|txt|jsonl|csv]"
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False
-    default_settings = {"LOG_ENABLED": False}
-
+class Command(StoreReadingCommand):
     def syntax(self) -> str:
         return "list [-a domain=DOMAIN] [--format FORMAT]"
 
@@ -54,44 +46,32 @@ class Command(ScrapyCommand):
                             help="domain=DOMAIN (its subdomains too, unless subs=false)")  # fmt: skip
         parser.add_argument("--format", choices=FORMATS, default=None,
                             help="output format (default: table on a terminal, txt otherwise)")  # fmt: skip
-        parser.add_argument("--store", metavar="URI", help="store to read (default: the STORE_URI setting)")
+        add_store_option(parser)
 
-    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+    def answer(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
-        if not args or args[0] not in ACTIONS or len(args) > 1:
-            raise UsageError("trawl responses list [-a domain=example.com] [--format table|txt|jsonl|csv]")
-        try:
-            named = _arguments(opts.arguments)
-            domain, subs = None, parse_bool("subs", named.get("subs", True))
-            if named.get("domain"):
-                domain = parse_target(named["domain"], include_subdomains=subs).domain
-            uri = str(opts.store or self.settings.get("STORE_URI") or "").strip()
-            if not uri:
-                raise TrawlUsageError("no store to read: set STORE_URI (or --store URI)")
-            klass: Any = store_class(uri, plugin_manager_from_settings(self.settings), needs=("responses",))
-            klass.check_uri(uri)
-            index = klass.response_index(uri, self.settings)
-        except TrawlUsageError as exc:
-            self._fail(str(exc), EXIT_USAGE)
-            return
-        except TrawlError as exc:
-            self._fail(str(exc), EXIT_FAILED)
-            return
-        out = sys.stdout
+        if not args or len(args) > 1:
+            raise TrawlUsageError(
+                "trawl responses list [-a domain=example.com] [--format table|txt|jsonl|csv]"
+            )
+        if args[0] not in ACTIONS:
+            raise TrawlUsageError(f"unknown subcommand {args[0]!r} (trawl responses {'|'.join(ACTIONS)})")
+        named = _arguments(opts.arguments)
+        domain, subs = None, parse_bool("subs", named.get("subs", True))
+        if named.get("domain"):
+            domain = parse_target(named["domain"], include_subdomains=subs).domain
+        uri = store_uri(self.settings, opts.store)
+        index = open_readable(self.settings, uri, ("responses",)).response_index(uri, self.settings)
         try:
             rows = (row for batch in index.batches(domain, subs) for row in batch.frame.iter_rows(named=True))
-            write_rows(out, rows, opts.format or ("table" if out.isatty() else "txt"))
-            out.flush()
-        except BrokenPipeError:
-            sys.stdout = None  # type: ignore[assignment]
-        except TrawlError as exc:
-            self._fail(str(exc), EXIT_FAILED)
+            count = write_rows(sys.stdout, rows, opts.format or ("table" if sys.stdout.isatty() else "txt"))
         finally:
             index.close()
-
-    def _fail(self, message: str, status: int) -> None:
-        sys.stderr.write(f"trawl: error: {message}\n")
-        self.exitcode = status
+        if not count:
+            where, hint = (f" for {domain}", f" -a domain={domain}") if domain else ("", "")
+            raise TrawlError(
+                f"no stored responses{where} in the store {uri} (trawl crawl responses{hint} stores them)"
+            )
 
 
 def _arguments(pairs: list[str]) -> dict[str, str]:
@@ -128,8 +108,7 @@ def write_rows(out: TextIO, rows: Iterable[dict[str, Any]], fmt: str) -> int:
 
 
 def _table(out: TextIO, rows: list[dict[str, Any]]) -> int:
-    if not rows:
-        out.write("no stored responses\n")
+    if not rows:  # the command says so in one line
         return 0
     header = ("URL", "CAPTURE", "STATUS", "TYPE", "BYTES", "FILE")
     cells = [

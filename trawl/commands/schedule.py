@@ -26,12 +26,10 @@ from typing import Any, NoReturn
 import orjson
 from scrapy.commands import ScrapyCommand
 
-from trawl.errors import TrawlError, TrawlUsageError
+from trawl.errors import EXIT_FAILED, EXIT_USAGE, TrawlError, TrawlUsageError
 from trawl.scrapyd.client import ScrapydClient
 from trawl.scrapyd.jobcheck import check_job, check_when
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 ACTIONS = ("add", "list", "remove")
 COLUMNS = ("name", "spider", "when", "next_run", "last_run", "last_job", "last_outcome")
 

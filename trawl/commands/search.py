@@ -23,14 +23,12 @@ from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from trawl.commands._output import FORMATS, default_format, write_csv, write_jsonl, write_table
-from trawl.errors import StoreError, TrawlError, TrawlUsageError
+from trawl.errors import EXIT_FAILED, EXIT_USAGE, StoreError, TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.records.batches import UrlRecord
 from trawl.search import FACETS, parse
 from trawl.stores.registry import open_searcher
 
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 CSV_FIELDS = ("url", "host", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes")
 
 

@@ -16,12 +16,11 @@ from scrapy.utils.conf import arglist_to_dict
 
 from trawl.distributed.connection import SETTING, connect
 from trawl.distributed.queue import WorkQueue
-from trawl.errors import TrawlError
+from trawl.errors import EXIT_USAGE, TrawlError
 from trawl.run.logs import install_log_handler, write_usage_error
 from trawl.settings_checks import real_value, whole_value
 from trawl.validation import LOGGING_SETTINGS, validate_settings
 
-EXIT_USAGE = 2
 QUEUE_SETTINGS = (SETTING, "QUEUE_HEARTBEAT", "QUEUE_MAX_DEATHS")
 
 

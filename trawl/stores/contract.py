@@ -148,6 +148,20 @@ class KindReadableStore(Protocol):
         """
 
 
+@runtime_checkable
+class ExistenceCheckingStore(Protocol):
+    """A store that can tell, before reading, that ``uri`` names no store at all (a file store).
+
+    Read commands call it first: a typo in a store path is one error line naming
+    the path, not an empty answer. A server store needs none: reaching the
+    server says it.
+    """
+
+    @classmethod
+    def check_exists(cls, uri: str) -> None:
+        """Raise :class:`~trawl.errors.StoreError` naming the place when ``uri`` names no store."""
+
+
 def keeps(store: WritingStore, batch: Batch) -> bool:
     """Does ``store`` keep batches of this kind (named in its ``kinds``, or keyed and welcome)?"""
     kinds = store.kinds

@@ -15,7 +15,13 @@ from urllib.parse import urlsplit
 
 from trawl.errors import TrawlUsageError
 from trawl.run.secrets import redact
-from trawl.stores.contract import Searcher, WritingStore, describe_missing, missing_capabilities
+from trawl.stores.contract import (
+    ExistenceCheckingStore,
+    Searcher,
+    WritingStore,
+    describe_missing,
+    missing_capabilities,
+)
 
 if TYPE_CHECKING:
     import pluggy
@@ -52,6 +58,16 @@ def store_class(
     missing = missing_capabilities(klass, ["write", *needs])
     if missing:
         raise TrawlUsageError(describe_missing(scheme, klass, missing))
+    return klass
+
+
+def readable_store(uri: str, pm: pluggy.PluginManager, needs: tuple[str, ...]) -> type[WritingStore]:
+    """The class of an existing store to read, checked for ``needs``: a store that is not there
+    (a path with a typo) is one :class:`~trawl.errors.StoreError` line, not an empty answer."""
+    klass = store_class(uri, pm, needs)
+    klass.check_uri(uri)
+    if isinstance(klass, ExistenceCheckingStore):
+        klass.check_exists(uri)
     return klass
 
 

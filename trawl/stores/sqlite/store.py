@@ -88,6 +88,13 @@ class SqliteStore(WritesOnThread):
     kinds: ClassVar[frozenset[str]] = frozenset({"url", KEYED_KINDS})
 
     @classmethod
+    def check_exists(cls, uri: str) -> None:
+        """A read of a file that is not there is a typo or a crawl not run yet: one line saying so."""
+        path = sqlite_path(uri)
+        if path != ":memory:" and not Path(path).is_file():
+            raise StoreError(f"no SQLite store at {path!r} (run a crawl first, or set STORE_URI)")
+
+    @classmethod
     def check_uri(cls, uri: str) -> None:
         """The directory must exist: it is never created (a cron job as root made ``/nonexistent/dir``).
 
