@@ -12,14 +12,19 @@ loads A whole, then loads B under one fault chosen from the seed:
 * ``disk-fill``: a file fills the store's tmpfs at a random offset into the load;
 * ``truncated``: B cut at a random byte; ``no-MEMBER``: B without one core table.
 
-Then the fault is taken away and B is loaded again (the rerun). After the fault
+The first ten rounds take each fault once, the others one at random. The faulted
+load of B is served at ``RATE`` (a slow mirror), so that an offset lands inside it
+however busy the machine; the concurrent round holds the first load there until
+the second has ended. Then the fault is taken away and B is loaded again at full
+speed (the rerun). After the fault
 and after the rerun, every table the loader keeps must hold exactly the rows of
 A or of B (counts and a checksum of every row, against a clean load of each),
 never a mix or a part; the newest ``crates_dump`` row must name that dump; every
 signalled process must have exited within 10 s, with the status
 docs/stopping.md gives (1 for a partial run, 137 for kill -9, one ERROR line for
-a refused load); after the rerun no staging table, scratch file or lock record
-of a dead load may be left.
+a refused load); the rerun after a ``kill -9`` names the killed load; after the
+rerun no staging table, scratch file or lock record of a dead load may be left.
+An inexact round keeps its processes' stderr (``--logs``). Runs as root (mounts).
 
     python bench/chaos_crates.py [--rounds 20] [--seed 1] [--scale 0.02]
 """
@@ -27,201 +32,49 @@ of a dead load may be left.
 from __future__ import annotations
 
 import argparse
-import functools
-import hashlib
-import json
 import os
 import random
 import signal
-import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-
-import polars as pl
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench import crates_gen  # noqa: E402
+from bench.chaos_crates_dumps import CORE, FLOWING, RATE, SNAPSHOTS, prepare, serve  # noqa: E402
+from bench.chaos_crates_stores import PostgresTarget, SqliteTarget, Target  # noqa: E402
 from tests.conftest import TEST_DEFAULTS, crawl_args  # noqa: E402
 from tests.interrupts import Trawl  # noqa: E402
 
 #: A signalled process must have exited within this many seconds (docs/stopping.md).
 PROMPT = 10.0
-SNAPSHOTS = {
-    "A": ("2026-09-01-020003", "2026-09-01T02:00:03Z"),
-    "B": ("2026-09-02-020001", "2026-09-02T02:00:01Z"),
-}
-#: The dumps' sizes against scale 1 (crates_gen.COUNTS): B is bigger, so a load of it is longer.
-SIZES = {"A": 1.0, "B": 1.4}
-CORE = ("crates", "versions", "dependencies")
 SIGNALS = {
     "SIGKILL": signal.SIGKILL,
     "SIGINT": signal.SIGINT,
     "SIGINTx2": signal.SIGINT,
     "SIGTERM": signal.SIGTERM,
 }
-FAULTS = (*SIGNALS, "concurrent", "read-only", "small-disk", "disk-fill", "truncated", "no-member")
-#: Columns that say which run wrote a row, not what the dump holds.
-RUN_COLUMNS = {"first_run", "last_run"}
+FOLDER_FAULTS = ("read-only", "small-disk", "disk-fill")
+FAULTS = (*SIGNALS, "concurrent", *FOLDER_FAULTS, "truncated", "no-member")
+#: The faults that land at a random offset into the load.
+TIMED = (*SIGNALS, "concurrent", "disk-fill")
 TMPFS_SIZE = "1g"
-#: Bytes a second the faulted load of B is served at: its load lasts size / RATE seconds (10 MB:
-#: about 7 s) on a busy machine as on an idle one, so a random offset lands inside it.
-RATE = 1_500_000
-#: Cleared, the slow path sends nothing more until it is set: a load held mid-dump.
-FLOWING = threading.Event()
-FLOWING.set()
-
-
-# --- the dumps ------------------------------------------------------------------------------------
-
-
-def _variant_b(name: str, frame: pl.DataFrame) -> pl.DataFrame:
-    """B's values where A's tables would be the same whatever the counts (fixed-size tables)."""
-    bumped = {
-        "keywords": pl.col("crates_cnt") + 1,
-        "categories": pl.col("crates_cnt") + 1,
-        "teams": pl.lit("Team B"),
-        "deleted_crates": pl.lit("gone in B"),
-        "metadata": pl.col("total_downloads") + 1,
-    }
-    column = {"teams": "name", "deleted_crates": "message"}.get(name)
-    if name not in bumped:
-        return frame
-    target = column or ("total_downloads" if name == "metadata" else "crates_cnt")
-    return frame.with_columns(bumped[name].alias(target))
-
-
-def write_tables(out: Path, which: str, scale: float) -> list[str]:
-    """Dump ``which``'s CSVs under ``out/<snapshot>/``; its members in archive order."""
-    snapshot, timestamp = SNAPSHOTS[which]
-    size = scale * SIZES[which]
-    n_crates, n_versions, n_deps = (max(10, int(crates_gen.COUNTS[k] * size)) for k in crates_gen.COUNTS)
-    folder = out / snapshot
-    (folder / "data").mkdir(parents=True, exist_ok=True)
-    (folder / "README.md").write_text("# crates.io database dump\n")
-    (folder / "metadata.json").write_text(json.dumps({"timestamp": timestamp, "crates_io_commit": "0" * 40}))
-    tables = {
-        "crates": crates_gen.crates(n_crates),
-        "versions": crates_gen.versions(n_versions, n_crates),
-        "dependencies": crates_gen.dependencies(n_deps, n_versions, n_crates),
-        "version_downloads": crates_gen.version_downloads(n_versions),
-        **crates_gen.small_tables(n_crates, n_versions),
-    }
-    for name, frame in tables.items():
-        if which == "B":
-            frame = _variant_b(name, frame)
-        frame.write_csv(folder / "data" / f"{name}.csv", null_value="", quote_style="necessary")
-    return ["README.md", "metadata.json", *(f"data/{n}.csv" for n in sorted(tables))]
-
-
-def pack(out: Path, which: str, members: list[str], target: Path) -> Path:
-    """``members`` of dump ``which`` as a tar.gz at ``target`` (tar | gzip, as crates.io packs it)."""
-    snapshot = SNAPSHOTS[which][0]
-    with target.open("wb") as sink:
-        tar = subprocess.Popen(
-            ["tar", "-C", str(out), "-cf", "-", *(f"{snapshot}/{m}" for m in members)], stdout=subprocess.PIPE
-        )
-        subprocess.run(["gzip", "-1"], stdin=tar.stdout, stdout=sink, check=True)
-        tar.wait()
-    return target
-
-
-class _Quiet(SimpleHTTPRequestHandler):
-    def handle(self) -> None:
-        try:
-            super().handle()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # a load stopped, killed or refused hangs up mid-body
-
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        if not self.path.startswith("/slow/"):
-            super().do_GET()
-            return
-        body = Path(self.directory, self.path.removeprefix("/slow/")).read_bytes()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/gzip")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        started = time.monotonic()
-        for at in range(0, len(body), 1 << 16):
-            FLOWING.wait()
-            self.wfile.write(body[at : at + (1 << 16)])
-            ahead = started + (at + (1 << 16)) / RATE - time.monotonic()
-            if ahead > 0:
-                time.sleep(ahead)  # the pace of a slow mirror: the load lasts as long whatever the CPU
-
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base's name
-        pass
-
-
-def serve(folder: Path) -> tuple[ThreadingHTTPServer, str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=str(folder)))
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
 # --- the store ------------------------------------------------------------------------------------
 
 
-def fingerprint(db: Path) -> dict[str, tuple[int, str]]:
-    """Every live ``*_records`` table the loader switches: (rows, checksum of every row but the run
-    columns); the checksum is the XOR of each row's hash, so it does not depend on row order."""
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60)
-    try:
-        names = [
-            r[0]
-            for r in con.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE '%\\_records' ESCAPE '\\'"
-                " AND name != 'crates_dump_records' ORDER BY name"
-            )
-        ]
-        prints = {}
-        for name in names:
-            columns = [r[1] for r in con.execute(f"PRAGMA table_info({name})") if r[1] not in RUN_COLUMNS]
-            total, rows = 0, 0
-            for row in con.execute(f"SELECT {', '.join(columns)} FROM {name}"):
-                digest = hashlib.blake2b(repr(row).encode(), digest_size=8).digest()
-                total ^= int.from_bytes(digest, "big")
-                rows += 1
-            prints[name] = (rows, f"{total:016x}")
-        return prints
-    finally:
-        con.close()
-
-
-def newest_snapshot(db: Path) -> str | None:
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60)
-    try:
-        row = con.execute("SELECT max(snapshot) FROM crates_dump_records").fetchone()
-        return row[0] if row else None
-    except sqlite3.OperationalError:
-        return None
-    finally:
-        con.close()
-
-
-def staging_tables(db: Path) -> list[str]:
-    con = sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=60)
-    try:
-        return [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE name LIKE '%_records_next'")]
-    finally:
-        con.close()
-
-
-def which_dump(db: Path, golden: dict[str, dict]) -> str:
+def which_dump(target: Target, golden: dict[str, dict]) -> str:
     """``A`` or ``B`` when the live tables are exactly that dump's, else a word for what they are."""
-    if not db.exists():
+    prints = target.fingerprint()
+    if not prints:
         return "none"
-    prints = fingerprint(db)
-    snapshot = newest_snapshot(db)
+    snapshot = target.newest_snapshot()
     for name, want in golden.items():
         if prints == want and snapshot == SNAPSHOTS[name][0]:
             return name
@@ -232,10 +85,10 @@ def which_dump(db: Path, golden: dict[str, dict]) -> str:
 # --- the processes --------------------------------------------------------------------------------
 
 
-def settings(db: Path, url: str) -> dict[str, object]:
+def settings(store: str, url: str) -> dict[str, object]:
     return {
         **TEST_DEFAULTS,
-        "STORE_URI": f"sqlite:///{db}",
+        "STORE_URI": store,
         "CRATES_DUMP_URL": url,
         "PROGRESS_INTERVAL": 0,
     }
@@ -245,8 +98,8 @@ def settings(db: Path, url: str) -> dict[str, object]:
 STARTED: list[Trawl] = []
 
 
-def start(cwd: Path, db: Path, url: str) -> Trawl:
-    run = Trawl(cwd, *crawl_args("crates", None, settings(db, url)))
+def start(cwd: Path, store: str, url: str) -> Trawl:
+    run = Trawl(cwd, *crawl_args("crates", None, settings(store, url)))
     STARTED.append(run)
     return run
 
@@ -266,11 +119,16 @@ def status(code: int | None) -> int | None:
 
 
 def errors(run: Trawl) -> list[str]:
-    return [line for line in run.lines if "] ERROR:" in line or line.startswith("trawl: error:")]
+    """The ERROR lines; and a traceback's last line (another edit of the checkout half done can
+    break ``trawl`` itself: that is said, not taken for the load's fault)."""
+    found = [line for line in run.lines if "] ERROR:" in line or line.startswith("trawl: error:")]
+    if any(line.startswith("Traceback") for line in run.lines):
+        found.append(f"Traceback: {run.lines[-1]}")
+    return found
 
 
-def load(cwd: Path, db: Path, url: str, timeout: float = 600) -> tuple[int | None, Trawl]:
-    with start(cwd, db, url) as run:
+def load(cwd: Path, store: str, url: str, timeout: float = 600) -> tuple[int | None, Trawl]:
+    with start(cwd, store, url) as run:
         code, _ = run.finish(timeout=timeout)
     return status(code), run
 
@@ -286,6 +144,8 @@ class Round:
     after_rerun: str = "?"
     rerun_code: int | None = None
     problems: list[str] = field(default_factory=list)
+    #: The pid of a load killed holding the store's load lock: the rerun must name it.
+    killed: int | None = None
 
     def check(self, ok: bool, problem: str) -> None:
         if not ok:
@@ -311,8 +171,8 @@ def wait_offset(run: Trawl, offset: float) -> bool:
         return True
 
 
-def signal_round(rnd: Round, cwd: Path, db: Path, url: str) -> None:
-    with start(cwd, db, url) as run:
+def signal_round(rnd: Round, cwd: Path, store: str, url: str) -> None:
+    with start(cwd, store, url) as run:
         landed = wait_offset(run, rnd.offset)
         if landed:
             run.send(SIGNALS[rnd.fault])
@@ -327,20 +187,22 @@ def signal_round(rnd: Round, cwd: Path, db: Path, url: str) -> None:
     rnd.check(landed, "the load ended before the signal")
     rnd.check(took <= PROMPT, f"exited {took:.1f} s after the signal")
     want = 137 if rnd.fault == "SIGKILL" else 1
+    if rnd.fault == "SIGKILL":
+        rnd.killed = run.proc.pid
     rnd.check(status(code) == want, f"exit {status(code)}, not {want}")
     rnd.check("Traceback" not in run.stderr, "a traceback")
 
 
-def concurrent_round(rnd: Round, cwd: Path, db: Path, url: str) -> None:
+def concurrent_round(rnd: Round, cwd: Path, store: str, url: str) -> None:
     """The first load is held where the offset finds it (its download paused) until the second
     has ended: a second process takes seconds to start on a busy machine, and must meet the first
     still loading."""
-    with start(cwd, db, url) as first:
+    with start(cwd, store, url) as first:
         wait_offset(first, rnd.offset)
         FLOWING.clear()
         try:
             running = first.proc.poll() is None
-            with start(cwd, db, url) as second:
+            with start(cwd, store, url) as second:
                 code2, _ = second.finish(timeout=120)
             running = running and first.proc.poll() is None
         finally:
@@ -358,10 +220,10 @@ def concurrent_round(rnd: Round, cwd: Path, db: Path, url: str) -> None:
         rnd.check("Traceback" not in run.stderr, "a traceback")
 
 
-def failing_round(rnd: Round, cwd: Path, db: Path, url: str, expect: str) -> None:
+def failing_round(rnd: Round, cwd: Path, store: str, url: str, expect: str) -> None:
     """A load that must fail by itself: exit 1, one ERROR line containing ``expect``, no traceback."""
     started = time.monotonic()
-    code, run = load(cwd, db, url, timeout=120)
+    code, run = load(cwd, store, url, timeout=120)
     rnd.codes, rnd.took = [code], time.monotonic() - started
     errs = errors(run)
     rnd.check(code == 1, f"exit {code}, not 1")
@@ -369,9 +231,9 @@ def failing_round(rnd: Round, cwd: Path, db: Path, url: str, expect: str) -> Non
     rnd.check("Traceback" not in run.stderr, "a traceback")
 
 
-def fill_round(rnd: Round, cwd: Path, db: Path, url: str, mount: Path) -> None:
+def fill_round(rnd: Round, cwd: Path, store: str, url: str, mount: Path) -> None:
     """A file fills the store's disk ``offset`` s into the load."""
-    with start(cwd, db, url) as run:
+    with start(cwd, store, url) as run:
         landed = wait_offset(run, rnd.offset)
         signalled = time.monotonic()
         if landed:
@@ -407,115 +269,134 @@ def used_bytes(path: Path) -> int:
     return (stat.f_blocks - stat.f_bfree) * stat.f_frsize
 
 
-def leftovers(db: Path) -> list[str]:
-    """What a dead load left after the rerun: staging tables, scratch files, a lock record."""
-    left = staging_tables(db)
-    left += [p.name for p in db.parent.glob(f"{db.name}-load-*")]
-    lock = db.parent / f"{db.name}-load.lock"
-    if lock.exists() and lock.read_bytes().strip():
-        left.append(f"{lock.name}: {lock.read_text()[:80]}")
-    return left
+class Stores:
+    """A fresh store per round: SQLite on a tmpfs of its own, or a database on one PostgreSQL server."""
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.server: Any = None
+        if kind == "postgresql":
+            from tests.servers.postgres_server import PostgresServer
+
+            self.server = PostgresServer()
+            self.server.start()
+        #: The faults a store of this kind meets (a PostgreSQL server's folder is not the load's).
+        self.faults = FAULTS if kind == "sqlite" else tuple(f for f in FAULTS if f not in FOLDER_FAULTS)
+
+    def new(self, work: Path, name: str) -> tuple[Target, Path | None]:
+        """A store (and the tmpfs its folder is, to unmount after)."""
+        if self.server is not None:
+            return PostgresTarget(self.server.create_database(f"chaos_{name}")), None
+        mount = work / "store"
+        mount_tmpfs(mount, TMPFS_SIZE)
+        return SqliteTarget(mount / "x.db"), mount
+
+    def close(self) -> None:
+        if self.server is not None:
+            self.server.stop()
+
+
+def folder_fault(rnd: Round, fault: str, work: Path, store: str, url: str, slow: str, mount: Path) -> None:
+    """A fault of the store's folder: read-only, too small, filled mid-load."""
+    if fault == "read-only":
+        remount(mount, "ro")
+        try:
+            failing_round(rnd, work, store, url, "")
+        finally:
+            remount(mount, "rw")
+    elif fault == "small-disk":
+        remount(mount, f"size={used_bytes(mount) + (2 << 20)}")
+        try:
+            failing_round(rnd, work, store, url, "store")
+        finally:
+            remount(mount, f"size={TMPFS_SIZE}")
+    else:
+        try:
+            fill_round(rnd, work, store, slow, mount)
+        finally:
+            (mount / "filler").unlink(missing_ok=True)
 
 
 def one_round(
-    number: int, rng: random.Random, base: str, golden: dict[str, dict], window: float, cut: float, logs: Path
+    number: int,
+    rng: random.Random,
+    stores: Stores,
+    base: str,
+    golden: dict[str, dict],
+    window: float,
+    cut: float,
+    logs: Path,
 ) -> Round:
-    fault = FAULTS[(number - 1) % len(FAULTS)] if number <= len(FAULTS) else rng.choice(FAULTS)
+    faults = stores.faults
+    fault = faults[(number - 1) % len(faults)] if number <= len(faults) else rng.choice(faults)
     rnd = Round(number, fault)
-    rnd.offset = rng.uniform(0.05, window)
+    rnd.offset = rng.uniform(0.05, window) if fault in TIMED else 0.0
     member = rng.choice(CORE)
     if fault == "no-member":
         rnd.fault = f"no-{member}"
     elif fault == "truncated":
         rnd.fault = f"cut@{cut:.0%}"
     work = Path(tempfile.mkdtemp(prefix="trawl-chaos-crates-"))
-    mount = work / "store"
-    mount_tmpfs(mount, TMPFS_SIZE)
-    db = mount / "x.db"
+    target, mount = stores.new(work, str(number))
+    store = target.uri
     good_b, slow_b = f"{base}/b.tar.gz", f"{base}/slow/b.tar.gz"
     try:
-        code, run = load(work, db, f"{base}/a.tar.gz")
-        if code != 0 or which_dump(db, golden) != "A":
+        code, run = load(work, store, f"{base}/a.tar.gz")
+        if code != 0 or which_dump(target, golden) != "A":
             rnd.problems.append(f"loading A: exit {code}, {errors(run)[:1]}")
             return rnd
         if fault in SIGNALS:
-            signal_round(rnd, work, db, slow_b)
+            signal_round(rnd, work, store, slow_b)
         elif fault == "concurrent":
-            concurrent_round(rnd, work, db, slow_b)
-        elif fault == "read-only":
-            rnd.offset = 0.0
-            remount(mount, "ro")
-            try:
-                failing_round(rnd, work, db, good_b, "")
-            finally:
-                remount(mount, "rw")
-        elif fault == "small-disk":
-            rnd.offset = 0.0
-            room = used_bytes(mount) + (2 << 20)
-            remount(mount, f"size={room}")
-            try:
-                failing_round(rnd, work, db, good_b, "store")
-            finally:
-                remount(mount, f"size={TMPFS_SIZE}")
-        elif fault == "disk-fill":
-            try:
-                fill_round(rnd, work, db, slow_b, mount)
-            finally:
-                (mount / "filler").unlink(missing_ok=True)
+            concurrent_round(rnd, work, store, slow_b)
+        elif fault in FOLDER_FAULTS:
+            assert mount is not None
+            folder_fault(rnd, fault, work, store, good_b, slow_b, mount)
         elif fault == "truncated":
-            rnd.offset = 0.0
-            failing_round(rnd, work, db, f"{base}/b-cut-{number}.tar.gz", "")
+            failing_round(rnd, work, store, f"{base}/b-cut-{number}.tar.gz", "")
         else:
-            rnd.offset = 0.0
-            failing_round(rnd, work, db, f"{base}/b-no-{member}.tar.gz", f"data/{member}.csv")
-        rnd.after_fault = which_dump(db, golden)
+            failing_round(rnd, work, store, f"{base}/b-no-{member}.tar.gz", f"data/{member}.csv")
+        rnd.after_fault = which_dump(target, golden)
         rnd.check(rnd.after_fault in ("A", "B"), f"after the fault: {rnd.after_fault}")
         if fault in ("read-only", "small-disk", "truncated", "no-member"):
             rnd.check(rnd.after_fault == "A", "the failed load switched its dump in")
-        rnd.rerun_code, rerun = load(work, db, good_b)
-        rnd.after_rerun = which_dump(db, golden)
+        rnd.rerun_code, rerun = load(work, store, good_b)
+        rnd.after_rerun = which_dump(target, golden)
         rnd.check(rnd.rerun_code == 0, f"rerun exit {rnd.rerun_code}: {errors(rerun)[:1]}")
+        named = f"the load of pid {rnd.killed} on "
+        rnd.check(rnd.killed is None or named in rerun.stderr, "the rerun did not name the killed load")
         rnd.check(rnd.after_rerun == "B", f"after the rerun: {rnd.after_rerun}")
-        left = leftovers(db)
+        left = target.leftovers()
         rnd.check(not left, f"left after the rerun: {left}")
     finally:
         if rnd.problems:
             keep_logs(rnd, logs)
         STARTED.clear()
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+        if mount is not None:
+            subprocess.run(["umount", "-l", str(mount)], check=False)
         subprocess.run(["rm", "-rf", str(work)], check=False)
     return rnd
 
 
-def prepare(folder: Path, scale: float, rng_cuts: list[tuple[int, float]]) -> None:
-    """The dumps the rounds serve: A, B, B cut at each round's byte, B without each core table."""
-    members = {which: write_tables(folder / which, which, scale) for which in ("A", "B")}
-    pack(folder / "A", "A", members["A"], folder / "a.tar.gz")
-    whole = pack(folder / "B", "B", members["B"], folder / "b.tar.gz").read_bytes()
-    for number, fraction in rng_cuts:
-        (folder / f"b-cut-{number}.tar.gz").write_bytes(whole[: int(len(whole) * fraction)])
-    for member in CORE:
-        kept = [m for m in members["B"] if m != f"data/{member}.csv"]
-        pack(folder / "B", "B", kept, folder / f"b-no-{member}.tar.gz")
-
-
-def golden_loads(base: str) -> dict[str, dict]:
+def golden_loads(base: str, stores: Stores) -> dict[str, dict]:
     """Each dump loaded whole into an empty store: its fingerprint."""
     golden: dict[str, dict] = {}
     for which in ("A", "B"):
         work = Path(tempfile.mkdtemp(prefix="trawl-chaos-golden-"))
-        db = work / "x.db"
-        with start(work, db, f"{base}/{which.lower()}.tar.gz") as run:
+        target, mount = stores.new(work, f"golden_{which.lower()}")
+        with start(work, target.uri, f"{base}/{which.lower()}.tar.gz") as run:
             run.wait_for("Spider opened", timeout=60)
             opened = time.monotonic()
             code, _ = run.finish(timeout=600)
         if code != 0:
             raise SystemExit(f"the clean load of {which} failed: {errors(run)[:2]}")
-        golden[which] = fingerprint(db)
+        golden[which] = target.fingerprint()
         took = time.monotonic() - opened
         kinds = ("crate", "version", "dependency")
         counts = {t: golden[which][f"{k}_records"][0] for t, k in zip(CORE, kinds, strict=True)}
         print(f"dump {which}: {counts}, loaded in {took:.1f} s after the spider opened", flush=True)
+        if mount is not None:
+            subprocess.run(["umount", "-l", str(mount)], check=False)
         subprocess.run(["rm", "-rf", str(work)], check=False)
     return golden
 
@@ -527,26 +408,32 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=0.02, help="dump A's size against crates_gen's")
     logs = Path(tempfile.gettempdir()) / "trawl-chaos-crates-logs"
     parser.add_argument("--logs", type=Path, default=logs, help="the processes' stderr of inexact rounds")
+    parser.add_argument("--store", choices=("sqlite", "postgresql"), default="sqlite")
     options = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("chaos_crates: needs root (it mounts tmpfs folders)")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # unmount and clean up as after Ctrl-C
     rng = random.Random(options.seed)
     folder = Path(tempfile.mkdtemp(prefix="trawl-chaos-dumps-"))
     cut_rng = random.Random(options.seed * 7919)
     cuts = [(n, cut_rng.uniform(0.1, 0.95)) for n in range(1, options.rounds + 1)]
     prepare(folder, options.scale, cuts)
     server, base = serve(folder)
+    stores = Stores(options.store)
     try:
-        golden = golden_loads(base)
+        golden = golden_loads(base, stores)
         window = (folder / "b.tar.gz").stat().st_size / RATE
         print(f"faulted loads of B served at {RATE / 1e6:.1f} MB/s: {window:.1f} s", flush=True)
         results = []
         started = time.monotonic()
         for number in range(1, options.rounds + 1):
-            rnd = one_round(number, rng, base, golden, window * 0.9, cuts[number - 1][1], options.logs)
+            rnd = one_round(
+                number, rng, stores, base, golden, window * 0.9, cuts[number - 1][1], options.logs
+            )
             print(rnd.line(), flush=True)
             results.append(rnd)
     finally:
+        stores.close()
         server.shutdown()
         subprocess.run(["rm", "-rf", str(folder)], check=False)
     exact = sum(1 for r in results if not r.problems)
