@@ -323,6 +323,9 @@ class SourceSpider(Source):
     target: Target
     filters: FilterConfig
     new_only: bool = False
+    #: ``-a allow_private=true`` may make the target an address, ``localhost`` or ``host:port``
+    #: (a source that talks to the target itself: a lab); the archives index names only.
+    private_targets: ClassVar[bool] = False
 
     @classmethod
     def accepted_arguments(cls) -> frozenset[str]:
@@ -330,7 +333,12 @@ class SourceSpider(Source):
 
     def configure_kind(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
         subs = parse_bool("subs", arguments.get("subs", True))
-        self.target = parse_target(arguments.get("domain"), include_subdomains=subs)
+        private = (
+            parse_bool("allow_private", arguments.get("allow_private", False))
+            if self.private_targets
+            else None
+        )
+        self.target = parse_target(arguments.get("domain"), include_subdomains=subs, allow_private=private)
         self.filters = build_filter_config(settings, arguments)
         self.new_only = parse_bool("new_only", arguments.get("new_only", False))
         if self.new_only and not str(settings.get("STORE_URI") or "").strip():

@@ -11,10 +11,13 @@
 
 Only ``http`` and ``https`` URLs are ever in scope, and never a loopback,
 private, link-local or reserved address (``127.0.0.1``, ``10.0.0.5``,
-``[::1]``, ``169.254.169.254``) or ``localhost``: the target is always a name
+``[::1]``, ``169.254.169.254``) or ``localhost``: the target is a name
 (:func:`trawl.sources.target.parse_target` refuses an address), so such a URL
 is a redirect or a link toward the machine or network trawl runs on, whatever
-a ``regex:`` scope matches. A redirect is followed
+a ``regex:`` scope matches. With ``-a allow_private=true`` the target may be
+such an address (a lab): then that host and port only (:attr:`Scope.local`;
+any of its ports if none was given), never another local one (a redirect from
+``127.0.0.1:8000`` to ``127.0.0.1:6379`` stays out). A redirect is followed
 only into scope, except the seeds': the root that redirects to another host of
 the registered domain (``example.com`` -> ``www.example.com``, the case that
 leaves other crawlers with no output, hakrawler #120) is followed whatever the
@@ -43,6 +46,8 @@ class Scope:
     domain: str
     registered: str
     pattern: re.Pattern[str] | None = None
+    #: The local targets in scope (``-a allow_private=true``): ``host:port`` (:func:`local_netloc`).
+    local: frozenset[str] = frozenset()
 
     def allows(self, url: str, hosts: tuple[str, ...] = ()) -> bool:
         """Is ``url`` (canonical) in scope? ``hosts``: hosts a seed redirected to."""
@@ -50,7 +55,7 @@ class Scope:
         if parts.scheme not in ("http", "https"):
             return False
         host = (parts.hostname or "").lower()
-        if local_host(host):
+        if local_host(host) and local_netloc(url) not in self.local:
             return False
         if host in hosts:
             return True
@@ -89,6 +94,25 @@ def local_host(host: str) -> bool:
         return False
 
 
+def local_netloc(url: str) -> str:
+    """``host:port`` of a URL, the port spelled out (``http://127.0.0.1/`` -> ``127.0.0.1:80``)."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    default = 443 if parts.scheme == "https" else 80
+    return f"{(parts.hostname or '').lower()}:{port or default}"
+
+
+def local_targets(target: Target) -> frozenset[str]:
+    """The ``host:port`` pairs a local target stands for: its port, else 80 and 443."""
+    if not local_host(target.domain):
+        return frozenset()
+    ports = (target.port,) if target.port else (80, 443)
+    return frozenset(f"{target.domain}:{port}" for port in ports)
+
+
 def _under(host: str, base: str) -> bool:
     return host == base or host.endswith("." + base)
 
@@ -105,8 +129,8 @@ def parse_scope(raw: object, target: Target) -> Scope:
             pattern = re.compile(source)
         except re.error as exc:
             raise TrawlUsageError(f"-a scope=: not a regular expression ({exc}): {source[:60]!r}") from None
-        return Scope("regex", target.domain, registered, pattern)
+        return Scope("regex", target.domain, registered, pattern, local_targets(target))
     kind = text.lower() or "domain"
     if kind not in KINDS[:3]:
         raise TrawlUsageError(f"-a scope= must be domain, rdn, host or regex:PATTERN, got {text[:60]!r}")
-    return Scope(kind, target.domain, registered)
+    return Scope(kind, target.domain, registered, local=local_targets(target))

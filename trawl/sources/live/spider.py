@@ -81,7 +81,8 @@ class LiveSpider(SourceSpider):
     in_crawl_all = False  # it talks to the target itself: only when named
     spreadable = True
     answers_are_targets: ClassVar[bool] = True  # a target's 403 is not a proxy's ban
-    extra_arguments = frozenset({"seed", "scope", "depth", "max_pages"})
+    extra_arguments = frozenset({"seed", "scope", "depth", "max_pages", "allow_private"})
+    private_targets = True  # -a allow_private=true: 127.0.0.1:8000 and its pages (a lab)
     default_concurrency = 8
     default_download_timeout = 20
     settings_declared = {
@@ -186,7 +187,7 @@ class LiveSpider(SourceSpider):
     async def start(self) -> AsyncIterator[Any]:
         self.log_target()
         self.logger.info("%s: crawling %s, depth %d", self.name, self.scope.describe(), self.depth)
-        root = canonicalize(f"http://{self.target.domain}/")
+        root = canonicalize(f"http://{self.target.netloc}/")
         assert root is not None
         for request in self._schedule([(root, "seed")], None, -1, (), seed=True):
             yield request
