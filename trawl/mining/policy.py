@@ -9,7 +9,9 @@ attribute) is one only when it looks like a URL a server answers. The rules, in 
    ``<``, ``>``, ``\\``, ``{``, ``}``, ``|``, ``^``, backtick or ``*`` (prose, markup, globs,
    templates of other languages); a MIME type (``text/html``, ``application/json``);
    a date or a fraction (``12/31/2024``, ``1/2``); an npm scope (``@babel/core``);
-   an XML namespace or schema URL (``http://www.w3.org/2000/svg``).
+   an XML namespace or schema URL (``http://www.w3.org/2000/svg``), a JSON Schema or OpenAPI
+   specification URI (``http://json-schema.org/draft-07/schema``, ``https://spec.openapis.org/...``),
+   a framework's error-reference link (``https://react.dev/errors/418``).
 2. Accepted: an absolute ``http(s)``/``ws(s)`` URL or a protocol-relative ``//host.tld/...``
    whose host has a dot (or is ``localhost``).
 3. Accepted: a root-relative path ``/seg...`` whose first segment holds a letter
@@ -43,9 +45,19 @@ _ABSOLUTE = re.compile(
 )
 _NAMESPACE_HOSTS = re.compile(
     r"^(?:https?:)?//(?:www\.)?(?:w3\.org|w3c\.org|schemas\.xmlsoap\.org|schemas\.microsoft\.com"
-    r"|schema\.org|purl\.org|ns\.adobe\.com|schemas\.openxmlformats\.org|xmlns\.com)(?:[/?#]|$)",
+    r"|schema\.org|purl\.org|ns\.adobe\.com|schemas\.openxmlformats\.org|xmlns\.com"
+    r"|json-schema\.org|spec\.openapis\.org)(?:[/?#]|$)",
     re.IGNORECASE,
 )
+#: Links a framework prints in its error messages (React's decoder, Angular's and Vue's references).
+_ERROR_REFERENCES = re.compile(
+    r"^(?:https?:)?//(?:www\.)?(?:reactjs\.org/docs/error-decoder|react\.dev/errors/|legacy\.reactjs\.org/docs/error-decoder"
+    r"|angular\.(?:io|dev)/errors/|vuejs\.org/error-reference|redux\.js\.org/errors)",
+    re.IGNORECASE,
+)
+#: Data extensions a bare file name (no `/`) is not kept for: `response.txt`, `export.json` are
+#: default names of files a page saves, not requests; a server-side name (`login.php`) still is.
+_DATA_EXTENSIONS = (".txt", ".json", ".jsonp", ".xml")
 _ROOT = re.compile(r"^/(?!/)[^/?#]*[A-Za-z]")
 _API_WORD = re.compile(
     r"^(?:\./)?(?:api|v\d{1,2}|graphql|gql|rest|rpc|jsonrpc|ajax|xhr|ws|services?|endpoints?|wp-json"
@@ -93,7 +105,7 @@ def api_like(value: str) -> bool:
         rest = value[len(EXPR) :]
         return rest.startswith("/") and not rest.startswith("//") and bool(_ROOT.match(rest))
     if _ABSOLUTE.match(value):
-        return not _NAMESPACE_HOSTS.match(value)
+        return not _NAMESPACE_HOSTS.match(value) and not _ERROR_REFERENCES.match(value)
     if value.startswith("/"):
         return bool(_ROOT.match(value))
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", value):  # another scheme: not ours
@@ -101,6 +113,8 @@ def api_like(value: str) -> bool:
     path = _path_part(value).lower()
     if _API_WORD.match(value) and ("/" in value.removeprefix("./") or path.endswith("graphql")):
         return True
+    if "/" not in path and path.endswith(_DATA_EXTENSIONS):
+        return False
     if path.endswith(ENDPOINT_EXTENSIONS) and not path.startswith("../"):
         stem = path.rsplit("/", 1)[-1]
         return len(stem) > max(len(ext) for ext in ENDPOINT_EXTENSIONS if path.endswith(ext)) and bool(

@@ -23,8 +23,10 @@ from tree_sitter import Language, Node, Parser, Query, QueryCursor
 from trawl.mining.collect import Collector
 from trawl.mining.findings import FileFindings
 from trawl.mining.policy import api_like
+from trawl.mining.readers.jsroutes import joined, placeholders, route
 from trawl.mining.readers.jsuses import Scopes, Uses
 from trawl.mining.readers.jsvalues import Values, literal, text
+from trawl.mining.resolve import EXPR
 
 #: Above this share of bytes under ERROR nodes, the file is read by the regex fallback.
 MAX_ERROR_RATIO = 0.25
@@ -33,11 +35,13 @@ SOURCE_MAPPING_URL = re.compile(rb"//[#@][ \t]*sourceMappingURL=([^\s'\"*]+)")
 
 #: Module specifiers that are URLs (relative to the module's own URL, by the ES spec).
 _URL_SPECIFIERS = ("./", "../", "/", "http://", "https://")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:|^//")
 _LANGUAGE = Language(tree_sitter_javascript.language())
 _QUERY = Query(
     _LANGUAGE,
     """
     (call_expression) @call
+    (new_expression) @new
     (assignment_expression) @assign
     (variable_declarator name: (identifier) @name value: (_) @value)
     (binary_expression) @concat
@@ -110,11 +114,13 @@ def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | 
     collector = Collector(url, source)
     used: set[tuple[int, int]] = set()
 
-    def emit(node: Node, how: str, line: int, **parts: object) -> None:
+    def emit(node: Node, how: str, line: int, base: Node | None = None, **parts: object) -> None:
         literals: list[Node] = []
         value = values.value(node, literals)
         if value is None:
             return
+        if how == "url":  # new URL(path, base): the base the file gives, else unknown
+            value = joined(value, values.value(base, literals) if base is not None else None)
         if node.type in ("identifier", "shorthand_property_identifier") and text(node) in values.declared:
             declared = values.declared[text(node)]
             used.add((declared.start_byte, declared.end_byte))
@@ -127,6 +133,8 @@ def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | 
         uses.remember(call)
     for call in calls:
         uses.call(call)
+    for construct in captures.get("new", []):
+        uses.construct(construct)
     for assignment in captures.get("assign", []):
         uses.assignment(assignment)
     for specifier in captures.get("import", []):
@@ -144,7 +152,8 @@ def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | 
 def _bare_literals(
     captures: dict[str, list[Node]], values: Values, collector: Collector, used: set[tuple[int, int]]
 ) -> None:
-    """API-looking strings that no use above consumed (the precision policy decides)."""
+    """API-looking strings that no use above consumed: route strings (``"GET /user/repos"``) with their
+    method; the rest through the precision policy, placeholders read as ``EXPR`` and parameters."""
     chained: set[tuple[int, int]] = set()
     for concat in captures.get("concat", []):  # outer chains first: sorted by start, then longest
         if (concat.start_byte, concat.end_byte) in chained:
@@ -162,5 +171,28 @@ def _bare_literals(
         if (node.start_byte, node.end_byte) in used:
             continue
         value = literal(node) if node.type == "string" else values.value(node)
-        if value and api_like(value):
-            collector.add(value, "string", node.start_point.row + 1)
+        if value:
+            _bare(value, node.start_point.row + 1, collector)
+
+
+def _bare(value: str, line: int, collector: Collector) -> None:
+    """One bare literal: a route string, else a value the policy keeps (placeholders as ``EXPR``).
+
+    A relative API path (``rest/v1``) is kept with an unknown base (``EXPR/rest/v1``): a script's
+    relative requests resolve against its page or its client's base URL, never the script's folder.
+    """
+    found = route(value)
+    if found is not None:
+        method, path, names, query = found
+        collector.params |= names | query
+        # A route table's paths are relative to its client's API base, not to the bundle's host.
+        url = path if path.startswith(EXPR) else EXPR + path
+        collector.add(url, "route", line, method=method, query=query)
+        return
+    path, names, query = placeholders(value)
+    if not api_like(path):
+        return
+    collector.params |= names | query
+    if not path.startswith(("/", "./", "../", EXPR)) and not _SCHEME.match(path):
+        path = EXPR + "/" + path
+    collector.add(path, "string", line, query=query)

@@ -22,6 +22,7 @@
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections import defaultdict
 from collections.abc import Callable
@@ -33,6 +34,8 @@ from trawl.mining.readers.jsvalues import Values, arguments, literal, text
 METHODS = frozenset({"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"})
 _GLOBALS = frozenset({"window", "self", "globalThis", "top", "parent", "this"})
 _JQUERY = frozenset({"$", "jQuery"})
+#: A bare word: a key, not a URL (jQuery's URLs hold a `/`, a `.` or a `?`; minified code binds `$` freely).
+_WORD = re.compile(r"^[A-Za-z_$][\w$-]*$")
 _ELEMENT_PROPERTIES = {"href": "href", "src": "src", "action": "form"}
 
 #: emit(url node, how, line, method, query, body, headers)
@@ -168,6 +171,15 @@ class Uses:
         elif name == "setAttribute" and len(args) > 1 and literal(args[0]) in _ELEMENT_PROPERTIES:
             self.emit(args[1], _ELEMENT_PROPERTIES[literal(args[0]) or ""], line)
 
+    def construct(self, node: Node) -> None:
+        """``new URL(path, base)``: ``url``, resolved against the base when the file says it."""
+        constructor = node.child_by_field_name("constructor")
+        if constructor is None or text(constructor) not in ("URL", "window.URL", "globalThis.URL"):
+            return
+        args = arguments(node)
+        if args:
+            self.emit(args[0], "url", node.start_point.row + 1, base=args[1] if len(args) > 1 else None)
+
     def _jquery(self, name: str, args: list[Node], line: int, scope: int) -> None:
         settings = self.values.pairs(args[0])
         if settings and "url" in settings:  # $.ajax({url: ...}) and jQuery 3's $.get({url: ...})
@@ -179,6 +191,9 @@ class Uses:
                 data = settings.get("data")
             else:
                 settings, data = {}, (args[1] if len(args) > 1 else None)
+        word = literal(url)
+        if word is not None and _WORD.match(word):
+            return  # `$.get("summary")`: a minified name `$` bound to a map, not jQuery asking a URL
         default = "POST" if name == "post" else "GET"
         method = (literal(settings.get("type")) or literal(settings.get("method")) or default).upper()
         names = self._names(data, scope) if data is not None and "function" not in data.type else set()
