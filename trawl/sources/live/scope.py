@@ -74,6 +74,8 @@ class Scope:
         return self.allows(url) or (parts.scheme in ("http", "https") and _under(host, self.registered))
 
     def describe(self) -> str:
+        if self.local and self.kind != "regex":  # a lab target: that host and port
+            return "the host " + " and ".join(sorted(self.local))
         if self.kind == "regex":
             assert self.pattern is not None
             return f"regex {self.pattern.pattern!r}"

@@ -18,8 +18,12 @@ archives saw, as httpx does); ``-s ROBOTSTXT_OBEY=True`` makes Scrapy fetch each
 host's robots.txt and skip what it disallows. A URL that does not answer is a
 ``dead`` record, not an error of the run.
 
-**Scope.** Redirects (``Location``, ``<meta http-equiv=refresh>``) are followed
-only into the target (the domain, its subdomains with ``subs=true``):
+``-a list=FILE`` (``-`` for standard input) asks a list's URLs instead, every
+line in its order (:mod:`.urllist`), as ``httpx -l`` does.
+
+**Scope** (:mod:`.scope`). Redirects (``Location``, ``<meta http-equiv=refresh>``)
+are followed only into the target (the domain, its subdomains with
+``subs=true``; without a domain, the list's hosts):
 :mod:`trawl.sources.live.redirects`. One out of it is the URL's answer, its
 record says ``redirect out of scope, not followed: URL`` in ``error``.
 """
@@ -44,21 +48,26 @@ from trawl.politeness.bounds import INFLATE_CUT, INFLATE_LIMIT
 from trawl.politeness.ratelimit import source_concurrency
 from trawl.run.stopping import Abandoned
 from trawl.settings_checks import Setting, whole
-from trawl.sources.arguments import parse_bool
+from trawl.sources.arguments import parse_bool, parse_int
 from trawl.sources.base import Source
 from trawl.sources.live import redirects
+from trawl.sources.live.scope import local_targets
 from trawl.sources.probe.answers import ANY_BODY, PROBE_URL, answer_row, failure_row
 from trawl.sources.probe.fingerprint import favicon_hash
-from trawl.sources.probe.patterns import PatternPicker
+from trawl.sources.probe.patterns import PatternPicker, interleaved, origin_of
 from trawl.sources.probe.records import ProbeBatch
 from trawl.sources.probe.report import count_record, log_table
+from trawl.sources.probe.scope import ProbeScope
 from trawl.sources.probe.soft404 import SOFT404_DISTANCE, Origin, random_path, verdict
 from trawl.sources.probe.transfer import BodyCap
+from trawl.sources.probe.urllist import Entry, UrlList, read_list
 from trawl.sources.selection import Selection, open_reader, read_selection, stored_urls
-from trawl.sources.target import parse_target
+from trawl.sources.target import Target, parse_target
 
 #: request.meta key: the origin (``scheme://host:port``) a request speaks for.
 ORIGIN = "trawl_probe_origin"
+#: request.meta key: the ``http://`` URL asked when a bare host's ``https://`` gets no answer.
+FALLBACK = "trawl_probe_fallback"
 #: Statuses handed to the callback as answers; 301-303, 307 and 308 are followed by Scrapy's
 #: RedirectMiddleware (``handle_httpstatus_all`` would turn redirects off).
 ANSWER_STATUSES = tuple(s for s in range(100, 600) if s not in (301, 302, 303, 307, 308))
@@ -70,17 +79,12 @@ BATCH_ROWS = 200
 BATCH_SECONDS = 1.0
 
 
-def origin_of(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.scheme.lower()}://{(parts.netloc or '').lower()}"
-
-
 class ProbeSpider(Source):
     """Asks each selected stored URL once; stores what answered as ``probe`` records."""
 
     name = "probe"
     in_crawl_all = False  # it talks to the target itself: only when named
-    extra_arguments = frozenset({"domain", "subs", "query", "limit", "all"})
+    extra_arguments = frozenset({"domain", "subs", "query", "limit", "all", "list", "allow_private"})
     #: Requests in flight across all hosts (each host: PROBE_HOST_CONCURRENCY).
     default_concurrency = 32
     #: A live page answers in seconds; one that has not in 20 s is reported dead (timed out).
@@ -102,7 +106,12 @@ class ProbeSpider(Source):
         ),
     }
 
-    selection: Selection
+    #: The stored URLs asked, or ``None`` with a list (:attr:`url_list`).
+    selection: Selection | None = None
+    url_list: UrlList | None = None
+    target: Target | None = None
+    scope: ProbeScope
+    limit: int = 0
     probe_all: bool = False
 
     @classmethod
@@ -142,23 +151,42 @@ class ProbeSpider(Source):
 
     def configure_kind(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
         subs = parse_bool("subs", arguments.get("subs", True))
-        target = parse_target(arguments.get("domain"), include_subdomains=subs)
-        self.selection = read_selection(target, arguments)
-        self.probe_all = parse_bool("all", arguments.get("all", False))
+        private = parse_bool("allow_private", arguments.get("allow_private", False))
+        domain = arguments.get("domain")
+        listed = str(arguments.get("list") or "").strip()
         self.uri = str(settings.get("STORE_URI") or "").strip()
+        self.selection = self.url_list = None
+        if arguments.get("list") is not None and not listed:
+            raise TrawlUsageError("-a list= needs a file (or - for standard input)")
+        if listed:
+            for name in ("query", "all"):
+                if arguments.get(name) is not None:
+                    raise TrawlUsageError(
+                        f"-a {name}= selects stored URLs: with -a list= every line is asked"
+                    )
+            given = domain is not None and str(domain).strip()
+            self.target = parse_target(domain, subs, allow_private=private) if given else None
+            self.url_list = read_list(listed, private, self.target)
+            self.scope = self.url_list.scope
+            self.limit = parse_int("limit", arguments.get("limit", 0) or 0)
+            return
+        self.target = parse_target(domain, include_subdomains=subs, allow_private=private)
+        self.selection = read_selection(self.target, arguments)
+        self.scope = ProbeScope(self.target, frozenset(), local_targets(self.target))
+        self.limit = self.selection.limit
+        self.probe_all = parse_bool("all", arguments.get("all", False))
         if not self.uri:
-            raise TrawlUsageError("the probe asks the URLs a store holds: it needs a store (STORE_URI)")
+            raise TrawlUsageError(
+                "the probe asks the URLs a store holds: it needs a store (STORE_URI), or -a list=FILE"
+            )
 
     def run_inputs(self) -> dict[str, Any]:
-        return {**super().run_inputs(), "target": self.selection.target}
+        return {**super().run_inputs(), "target": self.target}
 
     def redirect_in_scope(self, url: str, request: scrapy.Request) -> bool:
-        """May a redirect go to ``url``? Into the target's hosts over http(s) only (a target is
-        a name, never an address: ``127.0.0.1`` and private addresses are never in it)."""
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https"):
-            return False
-        if self.selection.target.in_scope((parts.hostname or "").lower()):
+        """May a redirect go to ``url``? Into the scope over http(s) only (:mod:`.scope`: a
+        local address only if it was made a target)."""
+        if self.scope.allows(url):
             return True
         self.crawler.stats.inc_value("trawl/probe/redirect_out_of_scope")
         return False
@@ -166,31 +194,52 @@ class ProbeSpider(Source):
     # --- which URLs ----------------------------------------------------------------------
 
     async def start(self) -> AsyncIterator[Any]:
-        settings = self.crawler.settings
-        try:
-            searcher = open_reader(self.uri, settings, plugin_manager_from_settings(settings))
-        except TrawlError as exc:
-            self.record_error("store", "cannot read the URLs to probe: %s", exc)
-            return
         asked = 0
-        limit = self.selection.limit
-        with searcher:
-            for url in self._selected(searcher):
-                if limit and asked >= limit:
-                    break
-                asked += 1
-                if self.page_done(url) is not None:  # stored by this run before it was stopped
-                    continue
-                for request in self._requests_for(url):
+        if self.url_list is not None:
+            self.url_list.say_outside(self.logger, self.name)
+            for request in self._ask(self.url_list.entries()):
+                asked += request is None
+                if request is not None:
                     yield request
+        else:
+            settings = self.crawler.settings
+            try:
+                searcher = open_reader(self.uri, settings, plugin_manager_from_settings(settings))
+            except TrawlError as exc:
+                self.record_error("store", "cannot read the URLs to probe: %s", exc)
+                return
+            with searcher:
+                for request in self._ask(Entry(0, url) for url in self._selected(searcher)):
+                    asked += request is None
+                    if request is not None:
+                        yield request
         self.start_done = True
         for batch in self._emit([]):  # every answer came before the selection's end
             yield batch
         self.crawler.stats.set_value("trawl/probe/urls_selected", asked)
-        self.logger.info("%s: %d URLs selected for %s", self.name, asked, self.selection.target.domain)
+        if self.url_list is not None:
+            self.logger.info("%s: %d URLs read from %s", self.name, asked, self.url_list.name)
+        else:
+            self.logger.info("%s: %d URLs selected for %s", self.name, asked, self.scope.describe())
+
+    def _ask(self, entries: Iterator[Entry]) -> Iterator[scrapy.Request | None]:
+        """Each entry's requests, up to ``-a limit=``; a ``None`` after each URL asked (a count)."""
+        asked = 0
+        for entry in entries:
+            if self.limit and asked >= self.limit:
+                break
+            asked += 1
+            yield None
+            done = self.page_done(entry.url) is not None or bool(
+                entry.fallback and self.page_done(entry.fallback)
+            )
+            if done:  # stored by this run before it was stopped
+                continue
+            yield from self._requests_for(entry.url, entry.fallback)
 
     def _selected(self, searcher: Any) -> Iterator[str]:
         """The first URL of each pattern; then, with ``-a all=true``, the others (:mod:`.patterns`)."""
+        assert self.selection is not None
         picker = PatternPicker()
         for chunk in stored_urls(searcher, self.selection, apply_limit=False):
             yield from interleaved(picker.split(chunk)[0])
@@ -200,7 +249,7 @@ class ProbeSpider(Source):
         for chunk in stored_urls(searcher, self.selection, apply_limit=False):
             yield from interleaved(picker.split(chunk)[1])
 
-    def _requests_for(self, url: str) -> Iterator[scrapy.Request]:
+    def _requests_for(self, url: str, fallback: str | None = None) -> Iterator[scrapy.Request]:
         key = origin_of(url)
         if key not in self.origins:
             self.origins[key] = Origin()
@@ -208,6 +257,8 @@ class ProbeSpider(Source):
             yield self._request(key + "/favicon.ico", self.parse_favicon, self.favicon_failed, key, 10, True)
         request = self._request(url, self.parse_answer, self.answer_failed, key, 0)
         request.meta[PROBE_URL] = url
+        if fallback:
+            request.meta[FALLBACK] = fallback
         self.outstanding += 1
         yield request
 
@@ -253,6 +304,11 @@ class ProbeSpider(Source):
             return
         request = failure.request  # type: ignore[attr-defined]
         response = getattr(failure.value, "response", None)
+        fallback = request.meta.get(FALLBACK)
+        if fallback and not (failure.check(HttpError) and response is not None):
+            self.outstanding -= 1  # a bare host: https got no answer, http is asked in its place
+            yield from self._requests_for(fallback)
+            return
         if failure.check(HttpError) and response is not None:
             row, simhashes = answer_row(response)  # a 3xx without a Location: an answer all the same
         else:
@@ -346,30 +402,6 @@ def ledgered(batch: ProbeBatch) -> ProbeBatch:
     return batch
 
 
-def interleaved(urls: list[str]) -> list[str]:
-    """A chunk's URLs taken a host at a time in turn (each host's in their order).
-
-    The store gives them in URL order, so host after host: the engine then filled
-    all of ``CONCURRENT_REQUESTS`` with one host's URLs, which its slot sends two at
-    a time, and every other host waited (16 requests a second over 20 hosts
-    answering in 50 ms, measured; bench/bench_probe.py).
-    """
-    by_host: dict[str, list[str]] = {}
-    for url in urls:
-        by_host.setdefault(origin_of(url), []).append(url)
-    queues = [iter(group) for group in by_host.values()]
-    out: list[str] = []
-    while queues:
-        alive = []
-        for queue in queues:
-            url = next(queue, None)
-            if url is not None:
-                out.append(url)
-                alive.append(queue)
-        queues = alive
-    return out
-
-
 def _failure_text(failure: Failure) -> str:
     """Why a URL got no answer, in a few words."""
     if failure.check(IgnoreRequest) and "redirect" in str(failure.value).lower():
@@ -378,4 +410,4 @@ def _failure_text(failure: Failure) -> str:
     return message.splitlines()[0][:200]
 
 
-__all__ = ["ProbeSpider"]
+__all__ = ["ProbeSpider", "interleaved", "origin_of"]
