@@ -11,7 +11,8 @@ attribute) is one only when it looks like a URL a server answers. The rules, in 
    a date or a fraction (``12/31/2024``, ``1/2``); an npm scope (``@babel/core``);
    an XML namespace or schema URL (``http://www.w3.org/2000/svg``), a JSON Schema or OpenAPI
    specification URI (``http://json-schema.org/draft-07/schema``, ``https://spec.openapis.org/...``),
-   a framework's error-reference link (``https://react.dev/errors/418``).
+   a framework's error-reference link (``https://react.dev/errors/418``); a value with no known
+   part (``/EXPR/EXPR``, ``http://EXPR``).
 2. Accepted: an absolute ``http(s)``/``ws(s)`` URL or a protocol-relative ``//host.tld/...``
    whose host has a dot (or is ``localhost``).
 3. Accepted: a root-relative path ``/seg...`` whose first segment holds a letter
@@ -58,6 +59,7 @@ _ERROR_REFERENCES = re.compile(
 #: Data extensions a bare file name (no `/`) is not kept for: `response.txt`, `export.json` are
 #: default names of files a page saves, not requests; a server-side name (`login.php`) still is.
 _DATA_EXTENSIONS = (".txt", ".json", ".jsonp", ".xml")
+_UNKNOWN_ONLY = re.compile(r"^(?:https?|wss?):|EXPR|[/?#&=.:]")
 _ROOT = re.compile(r"^/(?!/)[^/?#]*[A-Za-z]")
 _API_WORD = re.compile(
     r"^(?:\./)?(?:api|v\d{1,2}|graphql|gql|rest|rpc|jsonrpc|ajax|xhr|ws|services?|endpoints?|wp-json"
@@ -101,6 +103,8 @@ def api_like(value: str) -> bool:
         return False
     if _MIME.match(value) or _DATE.match(value) or value.startswith("@"):
         return False
+    if not _UNKNOWN_ONLY.sub("", value):
+        return False  # `/EXPR/EXPR`, `http://EXPR`: every part unknown, nothing to ask
     if value.startswith(EXPR):
         rest = value[len(EXPR) :]
         return rest.startswith("/") and not rest.startswith("//") and bool(_ROOT.match(rest))

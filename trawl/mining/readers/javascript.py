@@ -35,6 +35,7 @@ SOURCE_MAPPING_URL = re.compile(rb"//[#@][ \t]*sourceMappingURL=([^\s'\"*]+)")
 
 #: Module specifiers that are URLs (relative to the module's own URL, by the ES spec).
 _URL_SPECIFIERS = ("./", "../", "/", "http://", "https://")
+_PAGE_ORIGIN = EXPR + "//" + EXPR + "/"
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:|^//")
 _LANGUAGE = Language(tree_sitter_javascript.language())
 _QUERY = Query(
@@ -117,10 +118,12 @@ def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | 
     def emit(node: Node, how: str, line: int, base: Node | None = None, **parts: object) -> None:
         literals: list[Node] = []
         value = values.value(node, literals)
+        if how == "url" and base is not None:  # new URL(path, base): the base the file gives, else unknown
+            known = values.value(base, literals)  # a base is consumed even when the path is unknown
+            used.update((n.start_byte, n.end_byte) for n in literals)
+            value = joined(value, known) if value is not None else None
         if value is None:
             return
-        if how == "url":  # new URL(path, base): the base the file gives, else unknown
-            value = joined(value, values.value(base, literals) if base is not None else None)
         if node.type in ("identifier", "shorthand_property_identifier") and text(node) in values.declared:
             declared = values.declared[text(node)]
             used.add((declared.start_byte, declared.end_byte))
@@ -190,6 +193,8 @@ def _bare(value: str, line: int, collector: Collector) -> None:
         collector.add(url, "route", line, method=method, query=query)
         return
     path, names, query = placeholders(value)
+    if path.startswith(_PAGE_ORIGIN):  # `${location.protocol}//${location.host}/x`: the page's own origin
+        path = EXPR + "/" + path[len(_PAGE_ORIGIN) :]
     if not api_like(path):
         return
     collector.params |= names | query
