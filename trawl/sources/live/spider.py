@@ -52,10 +52,11 @@ from trawl.sources.arguments import parse_int
 from trawl.sources.base import SourceSpider
 from trawl.sources.live import redirects
 from trawl.sources.live.guard import PatternCap, SoftHosts
-from trawl.sources.live.links import Link, html_links, page_kind, robots_links, script_links, sitemap_links
+from trawl.sources.live.links import Link, html_links, page_kind, robots_links, sitemap_links
 from trawl.sources.live.records import LinkBatch, captures, now_iso
 from trawl.sources.live.report import Report
 from trawl.sources.live.scope import Scope, parse_scope
+from trawl.sources.live.scripts import ScriptMiner
 from trawl.sources.live.transfer import LIVE, PageCap
 from trawl.sources.probe.soft404 import SOFT404_DISTANCE
 from trawl.sources.selection import Selection, open_reader, read_selection, stored_urls
@@ -88,6 +89,9 @@ class LiveSpider(SourceSpider):
     settings_declared = {
         "LIVE_MAX_BYTES": Setting(8 << 20, whole(1024, 1 << 30), "bytes of a page the live crawl reads"),
         "LIVE_HOST_CONCURRENCY": Setting(2, whole(1, 64), "live crawl requests in flight to one host"),
+        "LIVE_JS_MAX_BYTES": Setting(
+            1 << 20, whole(1024, 1 << 30), "bytes of a JavaScript file the live crawl mines for URLs"
+        ),
         "LIVE_PATTERN_CAP": Setting(
             50,
             whole(1),
@@ -132,6 +136,7 @@ class LiveSpider(SourceSpider):
             crawler, settings.getint("LIVE_SOFT404_DISTANCE"), spider._meta(0, None, "probe")
         )
         spider.report = Report(crawler)
+        spider.scripts = ScriptMiner(settings.getint("LIVE_JS_MAX_BYTES"))
         spider.seen = set()
         spider.entered = set()
         spider.beyond = set()
@@ -142,6 +147,7 @@ class LiveSpider(SourceSpider):
     cap: PatternCap
     soft: SoftHosts
     report: Report
+    scripts: ScriptMiner
     obey_robots: bool = True
     #: Canonical URLs this crawler queued; origins it went to; URLs past the depth limit.
     seen: set[str]
@@ -266,7 +272,7 @@ class LiveSpider(SourceSpider):
                 return "soft-404", []
             return "page", html_links(response)
         if kind == "js":
-            return "page", script_links(response.body, url)
+            return "page", await self.scripts.links(response.body, url)
         if kind == "xml":
             return "page", sitemap_links(response.body, url)
         if urlsplit(url).path == "/robots.txt":
@@ -334,6 +340,9 @@ class LiveSpider(SourceSpider):
             child = self._child_depth(depth, how)
             if url in self.seen:
                 continue
+            if self.obey_robots and url == origin_of(url) + "/robots.txt":
+                self.seen.add(url)  # Scrapy's robots.txt middleware asks it, once per origin
+                continue
             if child > self.depth:
                 if url not in self.beyond:
                     self.beyond.add(url)
@@ -386,6 +395,9 @@ class LiveSpider(SourceSpider):
 
     def closed(self, reason: str) -> None:
         super().closed(reason)
+        self.scripts.close()
+        if self.scripts.cut:
+            self.report.count("scripts_cut", self.scripts.cut)
         self.report.log(self.logger, self.name, self.cap)
 
 
