@@ -275,3 +275,37 @@ def test_history_of_a_content_that_comes_back_and_of_a_file_not_mined() -> None:
         ("4", "4", False, [], []),
         ("5", "5", True, [], []),
     ]
+
+
+def saved_file(tmp_path: Path, body: bytes) -> Path:
+    """A waymore folder holding app.js with ``body``."""
+    saved = tmp_path / "waymore" / "example.com"
+    saved.mkdir(parents=True)
+    (saved / "1234.js").write_bytes(body)
+    (saved / "index.txt").write_text(
+        "1234,https://web.archive.org/web/20210101000000id_/https://example.com/app.js,2024-01-01\n"
+    )
+    return saved
+
+
+def test_a_small_run_is_mined_in_process_and_a_big_one_in_the_pool(workdir: Path, tmp_path: Path) -> None:
+    """Under IN_PROCESS_BYTES no pool is started (its cold start cost seconds); above, the pool mines."""
+    from trawl.mining.pool import IN_PROCESS_BYTES
+
+    with FakeReplayServer() as server:
+        small = crawl_responses(workdir, server, "-a", f"files={saved_file(tmp_path / 's', V2)}")
+    assert small.returncode == 0, small.stderr[-3000:]
+    assert small.stat("responses/mined") == "1"
+    assert small.stat("responses/mined_in_process") == "1"
+    assert "1 in this process" in small.log
+    assert len(query(workdir, "SELECT endpoint FROM endpoint_records")) == 3
+
+    line = b'var u = "/api/v9/big";\n'
+    big_body = V1 + line * (IN_PROCESS_BYTES // len(line) + 1)
+    with FakeReplayServer() as server:
+        big = crawl_responses(workdir / "big", server, "-a", f"files={saved_file(tmp_path / 'b', big_body)}")
+    assert big.returncode == 0, big.stderr[-3000:]
+    assert big.stat("responses/mined") == "1"
+    assert big.stat("responses/mined_in_process") is None
+    stored = query(workdir / "big", "SELECT endpoint FROM endpoint_records")
+    assert ("https://example.com/api/v9/big",) in stored

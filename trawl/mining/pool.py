@@ -25,6 +25,12 @@ from twisted.internet.defer import Deferred
 
 from trawl.mining.work import Job, Result, ignore_interrupts, mine_files
 
+#: A batch this small, with no more waiting, is mined in the crawl process (a thread) instead of
+#: starting the pool: the pool's cold start (forkserver, imports, tree-sitter) took 2-4.5 s on two
+#: busy cores, and tree-sitter mines about 1-2 MB/s per core, so below 2 MiB one thread is done
+#: first; a run with more than that starts the pool and mines on every core.
+IN_PROCESS_BYTES = 2 * 1024 * 1024
+
 
 def default_processes() -> int:
     """Every core this process may use (at least one)."""

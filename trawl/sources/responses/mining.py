@@ -49,7 +49,7 @@ from trawl.mining.records import (
     secret_rows,
 )
 from trawl.mining.spans import Span, read_widened, wider
-from trawl.mining.work import Result, extractor
+from trawl.mining.work import Result, extractor, mine_files
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.records.canonical import canonicalize_many
 from trawl.run import stopping
@@ -63,6 +63,8 @@ if TYPE_CHECKING:
     from trawl.sources.responses.spider import ResponsesSpider
 
 logger = logging.getLogger(__name__)
+#: Files mined in the crawl process (a small run: no pool started), a Scrapy stats key.
+IN_PROCESS = "responses/mined_in_process"
 
 
 def check_extractor(settings: Any, name: str, sources: Any) -> None:
@@ -212,10 +214,8 @@ class Miner:
 
     def flush(self) -> None:
         """Up to ``MINING_BATCH_FILES`` queued files to the pool, as one batch."""
-        from trawl.mining.pool import MiningPool
+        from trawl.mining.pool import IN_PROCESS_BYTES, MiningPool
 
-        if self.pool is None:
-            self.pool = MiningPool(self.processes)
         taken = list(self.queue.items())[: self.batch_files]
         files: list[MinedFile] = []
         size = 0
@@ -226,7 +226,16 @@ class Miner:
             files.append(MinedFile(digest, path, url, host, mime, first or None, last or None))
             size += int(length)
         jobs = [(f.digest, f.path, f.url, f.mime) for f in files]
-        mined = self.pool.mine(jobs, str(self.root), self.secrets, self.extractor, self.max_bytes)
+        waiting = sum(int(queued[4]) for queued in self.queue.values())
+        if self.pool is None and size + waiting <= IN_PROCESS_BYTES:
+            self.crawler.stats.inc_value(IN_PROCESS, len(files))
+            mined = threads.deferToThread(
+                mine_files, jobs, str(self.root), self.secrets, self.extractor, self.max_bytes
+            )
+        else:
+            if self.pool is None:
+                self.pool = MiningPool(self.processes)
+            mined = self.pool.mine(jobs, str(self.root), self.secrets, self.extractor, self.max_bytes)
         mined.addCallback(self._mined, files, size)
         mined.addErrback(self._failed, files)
 
@@ -352,10 +361,11 @@ class Miner:
         self.crawler.stats.set_value(stats.OUT_OF_SCOPE, sum(self.outside.values()))
         self.crawler.stats.set_value(stats.OUT_OF_SCOPE_HOSTS, hosts)
         logger.info(
-            "%s: mined %s (%s bytes; %s mined before): %s, %s; out of scope: %s on %s%s",
+            "%s: mined %s (%s bytes%s; %s mined before): %s, %s; out of scope: %s on %s%s",
             self.spider.name,
             counted(int(value(stats.MINED, 0)), "file"),
             f"{int(value(stats.MINED_BYTES, 0)):,}",
+            f", {value(IN_PROCESS)} in this process" if value(IN_PROCESS) else "",
             value(stats.MINED_BEFORE, 0),
             counted(int(value(stats.ENDPOINTS, 0)), "endpoint"),
             counted(int(value(stats.SECRETS, 0)), "secret"),
