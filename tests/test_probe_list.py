@@ -143,8 +143,10 @@ def test_a_domain_with_a_list_asks_only_its_lines_in_the_domain(site: HostileSit
         ("# hosts\nexample.org extra\n", "urls.txt line 2: not a URL or a host: 'example.org extra'"),
         ("http://example.notatld/\n", "urls.txt line 1: unknown top-level domain 'notatld'"),
         ("# nothing\n\n", "no URL in urls.txt"),
+        ("*.example.org\n", "urls.txt line 1: a wildcard is not a host: '*.example.org'"),
+        ("10.0.0.0/24\n", "urls.txt line 1: an address range is not expanded"),
     ],
-    ids=["scheme", "spaces", "tld", "empty"],
+    ids=["scheme", "spaces", "tld", "empty", "wildcard", "range"],
 )
 def test_a_bad_line_is_one_error_line_naming_it_and_nothing_is_asked(
     site: HostileSite, tmp_path: Path, text: str, message: str

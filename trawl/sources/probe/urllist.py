@@ -9,8 +9,10 @@ One target a line; blank lines and ``#`` comments are skipped. A line is
 
 Each host is read as ``-a domain=`` is (:func:`trawl.sources.target.parse_target`):
 an address, ``localhost`` or a name without a public suffix needs
-``-a allow_private=true``. A line that cannot be read stops the run before
-any request, in one line naming its number (``urls.txt line 7: ...``).
+``-a allow_private=true``; a wildcard (``*.example.com``) and an address range
+(``10.0.0.0/24``, which httpx expands) are refused: what is asked is what is
+listed. A line that cannot be read stops the run before any request, in one
+line naming its number (``urls.txt line 7: ...``).
 
 **Scope** (:mod:`.scope`): with ``-a domain=``, the lines outside it are not
 asked (counted, the first named in a warning); without it, the list's own
@@ -24,6 +26,7 @@ for that. A line is at most :data:`MAX_LINE` bytes.
 
 from __future__ import annotations
 
+import ipaddress
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -147,6 +150,8 @@ def parse_line(number: int, text: str, allow_private: bool) -> Entry | None:
         url, fallback = canonicalize(line), None
     elif any(c.isspace() for c in line):
         raise TrawlUsageError(f"not a URL or a host: {shown}")
+    elif _is_range(line):
+        raise TrawlUsageError(f"an address range is not expanded: list its addresses, one a line: {shown}")
     else:
         url, fallback = canonicalize("https://" + line), canonicalize("http://" + line)
     if url is None:
@@ -155,10 +160,23 @@ def parse_line(number: int, text: str, allow_private: bool) -> Entry | None:
     return Entry(number, url, fallback)
 
 
+def _is_range(line: str) -> bool:
+    """``10.0.0.0/24``: httpx expands it; trawl asks what is listed, no more."""
+    try:
+        ipaddress.ip_network(line, strict=False)
+    except ValueError:
+        return False
+    return "/" in line
+
+
 @lru_cache(maxsize=4096)
 def _check_host(netloc: str, allow_private: bool) -> None:
     """The host read as ``-a domain=`` is (hosts repeat: each is checked once)."""
-    parse_target(netloc.rpartition("@")[2], allow_private=allow_private)
+    netloc = netloc.rpartition("@")[2]
+    host = urlsplit("//" + netloc).hostname or ""
+    if "*" in host:
+        raise TrawlUsageError(f"a wildcard is not a host: {netloc!r}")
+    parse_target(host if ":" in host else netloc, allow_private=allow_private)
 
 
 def _lines(source: str) -> Iterator[tuple[int, str]]:
