@@ -113,6 +113,8 @@ def _command_at(argv: list[str]) -> int | None:
 
 def _command_in_module(module_name: str, inproject: bool) -> ScrapyCommand | None:
     """The command class a plain module defines, as Scrapy's walk would find it; ``None`` for a package."""
+    if module_name.rpartition(".")[2].startswith("__"):  # ``__init__``, ``__main__``: never a command
+        return None
     spec = importlib.util.find_spec(module_name)
     if spec is None or spec.submodule_search_locations is not None:
         return None
