@@ -16,14 +16,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from trawl.commands._mined import MinedStore, add_scope_options, read_scope, require_found
 from trawl.commands._output import FORMATS, default_format, write_csv, write_jsonl, write_table
 from trawl.errors import TrawlUsageError
-from trawl.mining.history import Step, history, listing, of_domain
 from trawl.readcommand import StoreReadingCommand
-from trawl.records.canonical import canonicalize
+
+if TYPE_CHECKING:
+    from trawl.mining.history import Step
+
+# The store reading (polars, the target's suffix list, the mining records) is imported in the
+# methods that use it: every trawl command imports this module to list it.
 
 COLUMNS = ("method", "endpoint", "query", "body", "headers", "how", "first_seen", "last_seen", "files")
 
@@ -36,6 +39,8 @@ class Command(StoreReadingCommand):
         return "List the endpoints mined from stored responses, or one file's endpoint history"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
+        from trawl.commands._mined import add_scope_options
+
         super().add_options(parser)
         add_scope_options(parser)
         parser.add_argument("--history", metavar="URL",
@@ -44,6 +49,9 @@ class Command(StoreReadingCommand):
                             help="output format (default: table on a terminal, txt otherwise)")  # fmt: skip
 
     def answer(self, args: list[str], opts: argparse.Namespace) -> None:
+        from trawl.commands._mined import MinedStore, read_scope, require_found
+        from trawl.mining.history import history, listing, of_domain
+
         assert self.settings is not None
         if args:
             raise TrawlUsageError(
@@ -65,6 +73,8 @@ class Command(StoreReadingCommand):
 
 def _file_url(raw: str) -> str:
     """The ``--history`` URL as the index keeps it (canonical); one line for anything else."""
+    from trawl.records.canonical import canonicalize
+
     text = raw.strip()
     if not text.lower().startswith(("http://", "https://")):
         raise TrawlUsageError(f"--history takes a file's http(s) URL, got {raw!r}")

@@ -14,10 +14,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from trawl.commands._mined import MinedStore, add_scope_options, read_scope, require_found
 from trawl.errors import TrawlError, TrawlUsageError
-from trawl.mining.history import of_domain, wordlist
 from trawl.readcommand import StoreReadingCommand
+
+# The store reading (polars, the target's suffix list, the mining records) is imported in the
+# methods that use it: every trawl command imports this module to list it.
 
 
 class Command(StoreReadingCommand):
@@ -28,6 +29,8 @@ class Command(StoreReadingCommand):
         return "Write the parameter names mined from stored responses, one a line"
 
     def add_options(self, parser: argparse.ArgumentParser) -> None:
+        from trawl.commands._mined import add_scope_options
+
         super().add_options(parser)
         add_scope_options(parser)
         parser.add_argument(
@@ -35,6 +38,9 @@ class Command(StoreReadingCommand):
         )
 
     def answer(self, args: list[str], opts: argparse.Namespace) -> None:
+        from trawl.commands._mined import MinedStore, read_scope, require_found
+        from trawl.mining.history import of_domain, wordlist
+
         assert self.settings is not None
         if args:
             raise TrawlUsageError(
