@@ -29,6 +29,8 @@ from trawl.records.batches import UrlRecord
 from trawl.search import FACETS, parse
 from trawl.stores.registry import open_searcher
 
+#: Values ``--facet`` lists unless ``--size`` says otherwise: a screenful.
+FACET_SIZE = 20
 CSV_FIELDS = ("url", "host", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes")
 
 
@@ -64,7 +66,9 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--facet", metavar="FIELD", help=f"count matches by a field ({', '.join(FACETS)})"
         )
-        parser.add_argument("--size", type=int, default=20, help="values --facet lists (default: 20)")
+        parser.add_argument(
+            "--size", type=int, default=None, help=f"values --facet lists (default: {FACET_SIZE})"
+        )
         parser.add_argument("--limit", type=int, default=None, help="at most this many URLs")
         parser.add_argument("--store", metavar="URI", help="store to search (default: the STORE_URI setting)")
 
@@ -77,6 +81,8 @@ class Command(ScrapyCommand):
             node = parse(text)
             if opts.facet and opts.facet.lower() not in FACETS:
                 raise TrawlUsageError(f"--facet takes one of {', '.join(FACETS)}, not {opts.facet!r}")
+            if opts.size is not None and not opts.facet:
+                raise TrawlUsageError("--size applies to --facet (the number of values it lists)")
             if opts.limit is not None and opts.limit < 0:
                 raise TrawlUsageError("--limit takes a number >= 0")
             uri = str(opts.store or self.settings.get("STORE_URI") or "").strip()
@@ -95,7 +101,8 @@ class Command(ScrapyCommand):
                 if opts.count:
                     out.write(f"{searcher.count(node)}\n")
                 elif opts.facet:
-                    self._facet(out, searcher.facet(node, opts.facet.lower(), max(1, opts.size)), opts)
+                    size = max(1, FACET_SIZE if opts.size is None else opts.size)
+                    self._facet(out, searcher.facet(node, opts.facet.lower(), size), opts)
                 else:
                     fmt = default_format(out, opts.format)
                     write_records(out, searcher.records(node, opts.limit), fmt)
