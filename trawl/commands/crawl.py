@@ -52,11 +52,33 @@ EXIT_INCOMPLETE = 1
 logger = logging.getLogger(__name__)
 
 
+def sources_epilog(settings: Any) -> str:
+    """The help's last lines: the sources a crawl can name, and where their arguments are told."""
+    from scrapy.spiderloader import get_spider_loader
+
+    loader = get_spider_loader(settings)
+    names = ", ".join(sorted(loader.list())) if getattr(loader, "plugin_error", None) is None else ""
+    listed = f"Sources: {names}. " if names else ""
+    every = "`trawl list --arguments`: every source's"
+    return f"{listed}`trawl list SOURCE` shows a source's -a arguments ({every})."
+
+
 class Command(ScrapyCrawlCommand):
     scrapyd_job: str | None = None
 
     def short_desc(self) -> str:
-        return "Collect a domain's URLs from one source, or from all of them"
+        return "Collect records from one source, or a domain's URLs from all of them"
+
+    def add_options(self, parser: argparse.ArgumentParser) -> None:
+        super().add_options(parser)
+        format_help = parser.format_help
+
+        def with_sources() -> str:
+            # Only when help is asked for: the sources are the plugins' (importing every source).
+            parser.epilog = sources_epilog(self.settings)
+            return format_help()
+
+        parser.format_help = with_sources  # type: ignore[method-assign]
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         """After ``-s``/``-L``/``--logfile`` are read, before Scrapy's process (and its banner) exists."""

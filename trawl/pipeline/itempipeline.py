@@ -173,6 +173,8 @@ class PluginPipeline:
                 self._fail_store(f"cannot write {len(batch)} records of {item.source} {item.page}", exc)
             raise DropItem("not stored", log_level="DEBUG") from None
         hook.trawl_batch_stored(batch=batch, new=new, context=context)
+        # By kind, whatever the kind: the finish line of a source that is not about URLs says them.
+        self.crawler.stats.inc_value(statkeys.records_of(batch.kind), len(batch))
         return batch
 
     async def _store(self, batch: Batch) -> int:

@@ -108,7 +108,7 @@ def accepted_by(spidercls: Any) -> frozenset[str]:
     accepted = getattr(spidercls, "accepted_arguments", None)
     if accepted is not None:
         return accepted()
-    return COMMON_ARGUMENTS | FILTER_ARGUMENTS | getattr(spidercls, "extra_arguments", frozenset())
+    return COMMON_ARGUMENTS | FILTER_ARGUMENTS | frozenset(getattr(spidercls, "extra_arguments", ()))
 
 
 def arguments_for(spidercls: Any, arguments: Mapping[str, Any]) -> dict[str, Any]:

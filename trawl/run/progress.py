@@ -26,7 +26,8 @@ from trawl.politeness.rates import format_duration, parse_rate
 from trawl.run import statkeys
 from trawl.run.counts import counted
 from trawl.run.failcause import estimate_unknown
-from trawl.run.outcome import error_count, run_outcome
+from trawl.run.finishline import finish_line
+from trawl.run.outcome import run_outcome
 from trawl.run.secrets import install_redaction
 
 if TYPE_CHECKING:
@@ -181,26 +182,10 @@ class Progress:
         elapsed = time.monotonic() - self.started
         # The one duration of this source: the summary table and the run summary read it too.
         self.crawler.stats.set_value(ELAPSED, elapsed)
-        filtered = sum(v for k, v in stats.items() if k.startswith(statkeys.FILTERED_PREFIX))
-        captures = stats.get(statkeys.CAPTURES, 0)
-        spider.logger.info(
-            "%s: %s (%s) in %.1f s: %s, %s, %s seen, %s unique, %s new this run, %s dropped, "
-            "%s filtered, %s, %s captures/s%s",
-            spider.name,
-            outcome,
-            reason,
-            elapsed,
-            counted(stats.get("downloader/request_count"), "request"),
-            counted(stats.get(statkeys.PAGES), "page"),
-            counted(captures, "URL"),
-            _n(stats.get(statkeys.URLS_UNIQUE)),
-            _n(stats.get(statkeys.URLS_NEW)),
-            counted(stats.get(statkeys.DUPLICATES), "duplicate"),
-            _n(filtered),
-            counted(error_count(stats), "error"),
-            _n(captures / elapsed if elapsed > 0 else 0),
-            self.wait_summary(existing_limiter(spider.name), stats),
+        line, values = finish_line(
+            spider, stats, outcome, reason, elapsed, self.wait_summary(existing_limiter(spider.name), stats)
         )
+        spider.logger.info(line, *values)
 
     @staticmethod
     def wait_summary(limiter: SourceLimiter | None, stats: dict[str, Any]) -> str:

@@ -81,6 +81,16 @@ FILTERED_OUT_OF_SCOPE = FILTERED_PREFIX + "out_of_scope"
 FILTERED_INVALID_URL = FILTERED_PREFIX + "invalid_url"
 
 
+#: Records a source handed to the store, by kind (``trawl/records/crate``): the finish line of a
+#: source that is not about URLs (trawl.run.finishline).
+RECORDS_PREFIX = "trawl/records/"
+
+
+def records_of(kind: str) -> str:
+    """Records of one kind the pipeline handed on (``trawl/records/probe``)."""
+    return RECORDS_PREFIX + kind
+
+
 def filtered(reason: str) -> str:
     """Records a filter dropped, by reason (``trawl/filtered/keywords``)."""
     return FILTERED_PREFIX + reason

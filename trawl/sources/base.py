@@ -29,6 +29,7 @@ from trawl.pipeline.filters import FilterConfig, build_filter_config
 from trawl.politeness.gate import sleep
 from trawl.run import statkeys
 from trawl.run.counts import counted
+from trawl.run.finishline import Tally
 from trawl.run.stopping import interruptible
 from trawl.settings_checks import Setting, apply_defaults, http_url, read, text
 from trawl.sources.arguments import parse_bool, parse_int
@@ -38,19 +39,35 @@ from trawl.sources.outcomes import Outcomes
 from trawl.sources.target import Target, parse_target
 from trawl.validation import declared_settings, validate_settings
 
-#: Arguments every source accepts, whatever its record kind.
-SOURCE_ARGUMENTS = frozenset({"config", "limit_requests", "check_only"})
+#: Arguments every source accepts, whatever its record kind, each with the line ``trawl list`` says.
+SOURCE_ARGUMENT_HELP: Mapping[str, str] = {
+    "config": "a waymore config.yml: its filter lists and API keys apply",
+    "limit_requests": "stop after this many data requests (default 0: no cap)",
+    "check_only": "true: send only the counting requests and say what a full run would cost",
+}
+SOURCE_ARGUMENTS = frozenset(SOURCE_ARGUMENT_HELP)
 
 #: Arguments a URL source (:class:`SourceSpider`) adds: its domain, filters and exports.
-URL_ARGUMENTS = frozenset({"domain", "subs", "filters", "from_date", "to_date", "keywords_only", "new_only"})
+URL_ARGUMENT_HELP: Mapping[str, str] = {
+    "domain": "the domain (required); *.example.com or a URL is read as its host",
+    "subs": "include subdomains (default true)",
+    "filters": "false: switch every waymore filter off (collect everything)",
+    "from_date": "keep captures from this date, YYYY[MM[DD[hh[mm[ss]]]]]",
+    "to_date": "keep captures up to this date, inclusive (to_date=2020 keeps all of 2020)",
+    "keywords_only": "true: keep only URLs holding one of FILTER_KEYWORDS",
+    "new_only": "true: export (-o/-O) only the URLs this run added to the store",
+}
+URL_ARGUMENTS = frozenset(URL_ARGUMENT_HELP)
 
 #: Arguments every URL source accepts, beyond the filter names.
 COMMON_ARGUMENTS = SOURCE_ARGUMENTS | URL_ARGUMENTS
 
 #: The waymore filter lists, each settable with ``-a name=``.
-FILTER_ARGUMENTS = frozenset(
-    {"filter_code", "filter_mime", "filter_url", "filter_keywords", "match_code", "match_mime"}
-)
+FILTER_ARGUMENT_HELP: Mapping[str, str] = {
+    name: f"replace {name.upper()} for this run (comma-separated)"
+    for name in ("filter_code", "filter_mime", "filter_url", "filter_keywords", "match_code", "match_mime")
+}
+FILTER_ARGUMENTS = frozenset(FILTER_ARGUMENT_HELP)
 
 
 class Source(Outcomes, scrapy.Spider):
@@ -85,8 +102,12 @@ class Source(Outcomes, scrapy.Spider):
     default_base_url: ClassVar[str] = ""
     #: This source's own settings: ``{NAME: Setting(default, check, doc)}``; a subclass adds to its parents'.
     settings_declared: ClassVar[Mapping[str, Setting]] = {}
-    #: Extra ``-a`` arguments this source accepts.
-    extra_arguments: ClassVar[frozenset[str]] = frozenset()
+    #: Extra ``-a`` arguments this source accepts: their names, or each name with the one line
+    #: ``trawl list`` says of it (``{"cc_indexes": "the newest N crawl indexes"}``).
+    extra_arguments: ClassVar[frozenset[str] | Mapping[str, str]] = frozenset()
+    #: What the finish line counts (``Tally(FILES, "file", "stored")`` -> ``55 files stored``);
+    #: empty: a URL source's pages and URLs, another kind's records by kind (trawl.run.finishline).
+    finish_counts: ClassVar[tuple[Tally, ...]] = ()
     #: Setting / environment variable holding this source's API key(s), if any.
     api_key_setting: ClassVar[str] = ""
     #: Without a key the source is skipped (one warning line), not failed.
@@ -180,7 +201,20 @@ class Source(Outcomes, scrapy.Spider):
     @classmethod
     def accepted_arguments(cls) -> frozenset[str]:
         """The ``-a`` names this source takes (lower case): what ``crawl all`` hands it."""
-        return SOURCE_ARGUMENTS | cls.extra_arguments
+        return SOURCE_ARGUMENTS | frozenset(cls.extra_arguments)
+
+    @classmethod
+    def described_arguments(cls) -> dict[str, str]:
+        """Each ``-a`` name this source takes with its one line (``trawl list``); ``""``: none declared.
+
+        A name a source declares without a line gets the common one of the same name (``domain``).
+        """
+        lines = {**SOURCE_ARGUMENT_HELP, **URL_ARGUMENT_HELP, **FILTER_ARGUMENT_HELP}
+        for klass in reversed(cls.__mro__):
+            declared = vars(klass).get("extra_arguments")
+            if isinstance(declared, Mapping):
+                lines.update(declared)
+        return {name: lines.get(name, "") for name in sorted(cls.accepted_arguments())}
 
     def configure(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
         known = self.accepted_arguments()

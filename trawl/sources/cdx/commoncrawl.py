@@ -236,7 +236,7 @@ class CommonCrawlSpider(CdxSpider):
     spreadable = True
     base_url_setting = "COMMONCRAWL_BASE_URL"
     default_base_url = "https://index.commoncrawl.org"
-    extra_arguments = frozenset({"cc_indexes"})
+    extra_arguments = {"cc_indexes": "the newest N crawl indexes to query (default 1; 0: all)"}
     settings_declared = {
         "COMMONCRAWL_COLLINFO_TTL": Setting(
             86400,

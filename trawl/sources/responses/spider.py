@@ -44,6 +44,7 @@ from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.ratelimit import source_rate
 from trawl.politeness.rates import parse_rate
 from trawl.run.counts import counted
+from trawl.run.finishline import Tally
 from trawl.search import And, Node, parse
 from trawl.settings_checks import Setting, text, whole
 from trawl.sources.arguments import parse_bool, parse_int
@@ -78,7 +79,21 @@ class ResponsesSpider(SourceSpider):
 
     name = "responses"
     in_crawl_all = False  # it reads what the URL sources stored: run it after them, by name
-    extra_arguments = frozenset({"query", "limit", "captures", "files", "warc", "mine", "secrets"})
+    extra_arguments = {
+        "query": "the search query choosing stored URLs (default: every URL of the domain)",
+        "limit": "at most this many URLs (default 0: all)",
+        "captures": "latest (default), all (every distinct content) or yearly",
+        "files": "index a folder of saved responses instead of asking the archive",
+        "warc": "index a WARC file (or a folder of them) instead of asking the archive",
+        "mine": "false: store and index the files, do not mine them",
+        "secrets": "true: also look for secrets while mining",
+    }
+    finish_counts = (
+        Tally(stats.URLS, "URL", "selected"),
+        Tally(stats.FILES, "file", "stored"),
+        Tally(stats.NO_MEMENTO, "capture", "without a memento", unless_zero=True),
+        Tally(stats.ENDPOINTS, "endpoint", "found"),
+    )
     # The replay service's own budget: the Internet Archive's hard limit for mementos is
     # 600 a minute, and its staff ask clients to stay at 80% (edgi-govdata-archiving/wayback).
     default_rate_limit = "480/60s"
