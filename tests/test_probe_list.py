@@ -21,10 +21,12 @@ import pytest
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import TEST_DEFAULTS, assert_no_traceback, run_scrapy
     from tests.helpers import processes
+    from tests.helpers.probe import seed
     from tests.servers.hostile_site import HostileSite, Reply, html, redirect
 except ImportError:
     from conftest import TEST_DEFAULTS, assert_no_traceback, run_scrapy  # type: ignore[no-redef]
     from helpers import processes  # type: ignore[no-redef]
+    from helpers.probe import seed  # type: ignore[no-redef]
     from servers.hostile_site import HostileSite, Reply, html, redirect  # type: ignore[no-redef]
 
 ORG = "example.org"
@@ -90,6 +92,8 @@ def test_a_list_from_a_file_is_probed_line_by_line_within_its_own_hosts(
         f"http://{ORG}/admin/",
     }
     assert (found[f"http://{ORG}/"]["status"], found[f"http://{ORG}/"]["title"]) == (200, "Org home")
+    # https asked once each (the random path, the favicon, the root), not retried: httpx's fallback.
+    assert site.requests.count((ORG, "CONNECT")) == 3
     old = found[f"http://www.{ORG}/old"]
     assert (old["status"], old["final_url"]) == (200, f"http://{ORG}/admin/")
     assert json.loads(old["redirects"]) == [[302, f"http://www.{ORG}/old"]]
@@ -186,6 +190,22 @@ def test_an_address_is_refused_without_allow_private_and_probed_with_it(
     )
     assert "/" in site.asked(lab)
     assert not site.asked(f"localhost:{site.port}")
+
+
+def test_stored_urls_of_a_lab_address_are_probed_on_its_port_only(site: HostileSite, tmp_path: Path) -> None:
+    lab = f"127.0.0.1:{site.port}"
+    seed(tmp_path / "trawl.db", [f"http://{lab}/a", f"http://{lab}/b", "http://127.0.0.1:1/c"])
+    result = run_scrapy(
+        tmp_path, "crawl", "probe", "-a", f"domain={lab}", "-a", "allow_private=true", *store(tmp_path)
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert f"probe: 2 URLs selected for {lab}" in result.stderr
+    found = records(tmp_path / "trawl.db")
+    assert {url: row["status"] for url, row in found.items()} == {
+        f"http://{lab}/a": 200,
+        f"http://{lab}/b": 404,
+    }
+    assert site.hosts() == {lab}
 
 
 def test_an_address_as_the_domain_needs_allow_private(site: HostileSite, tmp_path: Path) -> None:
