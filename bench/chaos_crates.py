@@ -231,20 +231,24 @@ def failing_round(rnd: Round, cwd: Path, store: str, url: str, expect: str) -> N
     rnd.check("Traceback" not in run.stderr, "a traceback")
 
 
+def fill(path: Path) -> None:
+    """Write ``path`` until the disk is full (unbuffered: no write left for the close to fail on)."""
+    chunk = b"\0" * (1 << 20)
+    with path.open("wb", buffering=0) as filler:
+        try:
+            while filler.write(chunk):
+                pass
+        except OSError:  # ENOSPC: full
+            pass
+
+
 def fill_round(rnd: Round, cwd: Path, store: str, url: str, mount: Path) -> None:
     """A file fills the store's disk ``offset`` s into the load."""
     with start(cwd, store, url) as run:
         landed = wait_offset(run, rnd.offset)
         signalled = time.monotonic()
         if landed:
-            with (mount / "filler").open("wb") as filler:
-                chunk = b"\0" * (1 << 20)
-                try:
-                    while True:
-                        filler.write(chunk)
-                        filler.flush()
-                except OSError:
-                    pass
+            fill(mount / "filler")
         code, _ = run.finish(timeout=120)
     rnd.codes, rnd.took = [status(code)], time.monotonic() - signalled
     rnd.check(landed, "the load ended before the disk filled")
