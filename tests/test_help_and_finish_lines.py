@@ -102,7 +102,7 @@ def test_list_of_an_unknown_source_is_one_line(tmp_path: Path) -> None:
     ]
 
 
-UNDECLARED = {"crates", "probe", "live"}
+UNDECLARED = {"crates"}
 
 
 @pytest.mark.parametrize(

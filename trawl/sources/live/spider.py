@@ -82,7 +82,14 @@ class LiveSpider(SourceSpider):
     in_crawl_all = False  # it talks to the target itself: only when named
     spreadable = True
     answers_are_targets: ClassVar[bool] = True  # a target's 403 is not a proxy's ban
-    extra_arguments = frozenset({"seed", "scope", "depth", "max_pages", "allow_private"})
+    extra_arguments = {
+        "domain": "the domain whose site is crawled (required)",
+        "seed": "root (default), store: the stored URLs are seeds too, alive: those the probe found live",
+        "scope": "domain (default), rdn: the registered domain, host: the host only, regex:PATTERN",
+        "depth": "pages up to this many links from a seed (default 3)",
+        "max_pages": "at most this many pages fetched (default 0: no limit)",
+        "allow_private": "true: the domain may be an IP address, localhost or host:port (a lab)",
+    }
     private_targets = True  # -a allow_private=true: 127.0.0.1:8000 and its pages (a lab)
     default_concurrency = 8
     default_download_timeout = 20

@@ -84,7 +84,15 @@ class ProbeSpider(Source):
 
     name = "probe"
     in_crawl_all = False  # it talks to the target itself: only when named
-    extra_arguments = frozenset({"domain", "subs", "query", "limit", "all", "list", "allow_private"})
+    extra_arguments = {
+        "domain": "the domain whose stored URLs are asked (with -a list=: the lines kept)",
+        "subs": "its subdomains too (default true)",
+        "query": "a search query the stored URLs must match (ext:php, 'NOT live:*')",
+        "limit": "at most this many URLs asked (default 0: all)",
+        "all": "true: after one URL per path pattern, every other stored URL",
+        "list": "a file of URLs or hosts, one a line (- for standard input), asked instead of the store",
+        "allow_private": "true: the domain or a line may be an IP address, localhost or host:port (a lab)",
+    }
     #: Requests in flight across all hosts (each host: PROBE_HOST_CONCURRENCY).
     default_concurrency = 32
     #: A live page answers in seconds; one that has not in 20 s is reported dead (timed out).
