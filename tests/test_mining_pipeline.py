@@ -292,13 +292,19 @@ def test_a_small_run_is_mined_in_process_and_a_big_one_in_the_pool(workdir: Path
     """Under IN_PROCESS_BYTES no pool is started (its cold start cost seconds); above, the pool mines."""
     from trawl.mining.pool import IN_PROCESS_BYTES
 
+    body = V2 + b'var routes = ["POST /user/repos"];\n'
     with FakeReplayServer() as server:
-        small = crawl_responses(workdir, server, "-a", f"files={saved_file(tmp_path / 's', V2)}")
+        small = crawl_responses(workdir, server, "-a", f"files={saved_file(tmp_path / 's', body)}")
     assert small.returncode == 0, small.stderr[-3000:]
     assert small.stat("responses/mined") == "1"
     assert small.stat("responses/mined_in_process") == "1"
     assert "1 in this process" in small.log
-    assert len(query(workdir, "SELECT endpoint FROM endpoint_records")) == 3
+    assert len(query(workdir, "SELECT endpoint FROM endpoint_records")) == 4
+    # A route string: stored with its method, under an unknown base; no host `expr` made of that base.
+    assert query(workdir, "SELECT method, how FROM endpoint_records WHERE endpoint = 'EXPR/user/repos'") == [
+        ("POST", "route")
+    ]
+    assert "out of scope: 1 endpoint on 1 host (top: cdn.other.net 1)" in small.log
 
     line = b'var u = "/api/v9/big";\n'
     big_body = V1 + line * (IN_PROCESS_BYTES // len(line) + 1)

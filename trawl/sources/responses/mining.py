@@ -295,6 +295,8 @@ class Miner:
         """The endpoints' URLs on the target's hosts, canonical (as the normalize hook makes every
         source's), past the URL filters, first and last seen the file's captures; the other hosts
         counted for the summary. URLs with an unknown part (``EXPR``) are not URLs yet: left out."""
+        # An unknown base (`EXPR/user`) canonicalizes to a host named `expr`: judged on the raw value.
+        endpoints = [r for r in endpoints if "EXPR" not in str(r["endpoint"])]
         raw = [str(r["endpoint"]) for r in endpoints]
         urls, hosts = canonicalize_many(raw)
         seen: dict[str, list[Any]] = {}
