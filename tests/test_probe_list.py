@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -121,6 +122,29 @@ def test_a_list_from_standard_input(site: HostileSite, tmp_path: Path) -> None:
     assert "probe: 2 URLs read from standard input" in result.stderr
     assert set(records(tmp_path / "trawl.db")) == {f"http://{ORG}/admin/", f"http://www.{ORG}/old"}
     assert "/admin/" in site.asked(ORG)
+
+
+def test_standard_input_from_a_terminal_is_refused(tmp_path: Path) -> None:
+    """As httpx, no list is read from a terminal (a worker or a forgotten pipe would wait forever)."""
+    leader, follower = pty.openpty()
+    try:
+        result = processes.run(
+            [sys.executable, "-m", "scrapy", "crawl", "probe", "-a", "list=-", *store(tmp_path)],
+            cwd=tmp_path,
+            env=dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings"),
+            stdin=follower,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert error_lines(result.stderr) == [
+        "trawl: error: -a list=-: standard input is a terminal: pipe the list in"
+        " (... | trawl crawl probe -a list=-) or give a file"
+    ]
 
 
 def test_a_domain_with_a_list_asks_only_its_lines_in_the_domain(site: HostileSite, tmp_path: Path) -> None:

@@ -209,6 +209,11 @@ def _open(source: str) -> IO[bytes]:
     global _stdin_copy
     if source == STDIN:
         if _stdin_copy is None:
+            if sys.stdin is not None and sys.stdin.isatty():  # httpx reads no list from a terminal either
+                raise TrawlUsageError(
+                    "-a list=-: standard input is a terminal: pipe the list in (... | trawl crawl probe"
+                    " -a list=-) or give a file"
+                )
             copy = tempfile.TemporaryFile()
             stdin = sys.stdin.buffer if sys.stdin is not None else None
             while stdin is not None and (chunk := stdin.read(1 << 20)):
