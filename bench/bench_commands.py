@@ -8,10 +8,11 @@ made once in a scratch folder as the tests make theirs: a wayback crawl and a
 answers with its one "holds no crates.io data" line (exit 1) after reading the store.
 
 Each command runs as ``python -m trawl.cli ...`` in that folder, one warm-up then
-``--runs`` timed runs, the median printed beside ``python -c pass`` (the floor) and
-``python -c 'import scrapy'`` (what any Scrapy command pays), with ``uptime`` before
-and after. ``--pythonpath DIR`` times another copy of trawl (``git archive REV trawl |
-tar -x -C DIR``) on the same store, for a before and after.
+``--runs`` timed runs: the median wall (min, max) and the median CPU seconds, beside
+``python -c pass`` (the floor) and ``python -c 'import scrapy'`` (what any Scrapy
+command pays), with ``uptime`` before and after. ``--pythonpath DIR`` times another
+copy of trawl (``git archive REV trawl | tar -x -C DIR``) on the same store, for a
+before and after.
 
     python bench/bench_commands.py [--runs 5] [--pythonpath DIR]
 """
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -55,17 +57,31 @@ def seed(folder: Path) -> None:
             raise SystemExit(f"seeding the store failed: {result.stderr[-2000:]}")
 
 
-def timed(argv: list[str], cwd: Path, env: dict[str, str], runs: int) -> tuple[float, float, float, int]:
-    """(min, median, max) wall seconds of ``runs`` runs after one warm-up, and the last exit status."""
+def timed(argv: list[str], cwd: Path, env: dict[str, str], runs: int) -> tuple[list[float], float, int]:
+    """Wall seconds of ``runs`` runs after one warm-up, their median CPU seconds, the last exit status.
+
+    CPU (user + system of the child) is the figure to compare on a busy machine: at load 8 on
+    2 cores a run waits for a core as long as it runs, and its wall doubles.
+    """
     walls: list[float] = []
+    cpus: list[float] = []
     status = 0
     for i in range(runs + 1):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if i:
-            walls.append(time.perf_counter() - start)
+            walls.append(wall)
+            cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         status = done.returncode
-    return min(walls), statistics.median(walls), max(walls), status
+    return walls, statistics.median(cpus), status
+
+
+def row(name: str, walls: list[float], cpu: float, status: int) -> str:
+    wall = statistics.median(walls)
+    return f"{name:<16} {wall:7.3f} {min(walls):6.3f} {max(walls):6.3f} {cpu:7.3f}  {status:>4}"
 
 
 def uptime() -> str:
@@ -89,14 +105,12 @@ def main() -> None:
         size = (folder / "trawl.db").stat().st_size
         print(f"store: {size / 1e6:.2f} MB; trawl from {opts.pythonpath or ROOT}")
         print(f"load before: {uptime()}")
-        print(f"{'command':<16} {'median':>7} {'min':>6} {'max':>6}  exit  (wall s, {opts.runs} runs)")
+        print(f"{'command':<16} {'median':>7} {'min':>6} {'max':>6} {'cpu':>7}  exit  (s, {opts.runs} runs)")
         floors = {"python -c pass": ["-c", "pass"], "import scrapy": ["-c", "import scrapy"]}
         for name, args in floors.items():
-            low, mid, high, status = timed([sys.executable, *args], folder, env, opts.runs)
-            print(f"{name:<16} {mid:7.3f} {low:6.3f} {high:6.3f}  {status:>4}")
+            print(row(name, *timed([sys.executable, *args], folder, env, opts.runs)))
         for name, args in COMMANDS.items():
-            low, mid, high, status = timed([sys.executable, "-m", "trawl.cli", *args], folder, env, opts.runs)
-            print(f"{name:<16} {mid:7.3f} {low:6.3f} {high:6.3f}  {status:>4}")
+            print(row(name, *timed([sys.executable, "-m", "trawl.cli", *args], folder, env, opts.runs)))
         print(f"load after: {uptime()}")
 
 
