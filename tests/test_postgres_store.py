@@ -224,11 +224,12 @@ def test_resume_with_jobdir_fetches_only_the_missing_page(db: str, workdir: Path
     assert rows(db, "SELECT count(*) FROM pages") == [(7,)]  # six pages and the count request's end
 
 
-def test_an_unreachable_server_is_one_line_and_exit_2(workdir: Path, cdx: FakeCdxServer) -> None:
+def test_an_unreachable_server_is_one_line_and_exit_1(workdir: Path, cdx: FakeCdxServer) -> None:
+    """A store that cannot be reached is a failed run (1, as an unreachable Elasticsearch), not bad input."""
     uri = f"postgresql://trawl:{PASSWORD}@127.0.0.1:{_free_port()}/trawl"
     cdx.clear_requests()
     result = crawl_into(workdir, cdx, store_uri=uri)
-    assert result.returncode == 2, result.stderr[-3000:]
+    assert result.returncode == 1, result.stderr[-3000:]
     assert_no_traceback(result)
     errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
     assert len(errors) == 1, result.stderr[-3000:]
@@ -253,6 +254,13 @@ def test_a_bad_uri_is_one_line_and_exit_2(workdir: Path, cdx: FakeCdxServer, uri
     errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]
     assert len(errors) == 1 and errors[0].startswith("trawl: error: STORE_URI"), errors
     assert message in errors[0]
+
+
+def test_a_missing_database_is_bad_input(pg: PostgresServer, workdir: Path, cdx: FakeCdxServer) -> None:
+    """The server answered and refused the URI: fixing the URI fixes it, exit status 2 (not 1)."""
+    result = crawl_into(workdir, cdx, store_uri=pg.uri("no_such_database"))
+    assert result.returncode == 2, result.stderr[-3000:]
+    assert 'database "no_such_database" does not exist' in result.stderr
 
 
 def test_a_wrong_password_is_named_and_masked(pg: PostgresServer, workdir: Path, cdx: FakeCdxServer) -> None:

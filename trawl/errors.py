@@ -19,3 +19,12 @@ class StoreError(TrawlError):
 EXIT_FAILED = 1
 #: Exit status of a command given bad input (an option, an argument, a setting).
 EXIT_USAGE = 2
+
+
+def exit_status(exc: TrawlError) -> int:
+    """Bad input is 2; a store that cannot be reached or read is 1, as a run that failed.
+
+    A mistyped setting is the user's to fix before anything runs; a database that is down at
+    the start is the same failure as one that goes down mid-run, which has always exited 1.
+    """
+    return EXIT_FAILED if isinstance(exc, StoreError) else EXIT_USAGE

@@ -23,7 +23,7 @@ from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from trawl.errors import EXIT_USAGE, TrawlError
+from trawl.errors import EXIT_USAGE, TrawlError, exit_status
 from trawl.exports.from_store import export_from_store
 from trawl.exports.written import say_what_was_written
 from trawl.pipeline.manager import plugin_manager_from_settings
@@ -115,7 +115,7 @@ class Command(ScrapyCrawlCommand):
             # The components' own defaults, under anything set: every crawler copies them.
             apply_declared_defaults(self.settings)
         except TrawlError as exc:
-            self._fail(str(exc))
+            self._fail(str(exc), exit_status(exc))
             return
         name = args[0]
         if name == ALL:
@@ -134,7 +134,7 @@ class Command(ScrapyCrawlCommand):
                 check(self.settings, opts.spargs)
             check_run(self.settings, plugins)  # store, proxies, shared gate, paths, metrics
         except TrawlError as exc:
-            self._fail(str(exc))
+            self._fail(str(exc), exit_status(exc))
             return
         crawler = self._create_crawler(name)
         use_trawl_jobdir(crawler.settings)
@@ -167,7 +167,7 @@ class Command(ScrapyCrawlCommand):
             job_id = uuid.uuid4().hex  # every source's run is part of this one job
             runs = start_all(self.crawler_process, self.settings, opts.spargs, job_id)
         except TrawlError as exc:
-            self._fail(str(exc))
+            self._fail(str(exc), exit_status(exc))
             return
         self._log_store(plugins)
         started = time.time()
@@ -266,7 +266,8 @@ class Command(ScrapyCrawlCommand):
         assert self.settings is not None
         return plugin_manager_from_settings(self.settings)
 
-    def _fail(self, message: str) -> None:
+    def _fail(self, message: str, status: int = EXIT_USAGE) -> None:
+        """One ``trawl: error:`` line; exit status 2 for bad input, 1 for a store that cannot be reached."""
         assert self.settings is not None
         write_usage_error(self.settings, message)
-        self.exitcode = EXIT_USAGE
+        self.exitcode = status

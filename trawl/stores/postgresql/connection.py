@@ -14,7 +14,7 @@ import threading
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
-from trawl.errors import TrawlUsageError
+from trawl.errors import StoreError, TrawlUsageError
 from trawl.run.secrets import redact, register_secret
 
 if TYPE_CHECKING:
@@ -72,8 +72,27 @@ def connect(uri: str, timeout: float, autocommit: bool = False) -> psycopg.Conne
     )
 
 
+#: What libpq says when the server answered and refused what the URI names (a user or password it
+#: does not accept, a database that is not there): fixing the URI fixes it (exit status 2). A server
+#: that does not answer, is starting or is full is a failed run (1), as it would be mid-run. libpq
+#: gives a failed connection no SQLSTATE (psycopg's ``sqlstate`` is None), hence its words.
+REFUSED_INPUT = (
+    "password authentication failed",
+    "no password supplied",
+    "authentication failed for user",
+    "does not exist",
+)
+
+
+def refused_input(exc: BaseException) -> bool:
+    """The server refused the URI's user, password or database (not: it could not be reached)."""
+    text = str(exc)
+    return "FATAL:" in text and any(words in text for words in REFUSED_INPUT)
+
+
 def probe(uri: str) -> None:
-    """Connect once (``SELECT 1``); ``TrawlUsageError`` naming the server and why if it cannot."""
+    """Connect once (``SELECT 1``); else one line naming the server and why: ``StoreError`` (exit status
+    1) if it cannot be reached, ``TrawlUsageError`` (2) if it refused the URI's user, password or database."""
     import psycopg
 
     check(uri)
@@ -84,6 +103,10 @@ def probe(uri: str) -> None:
         with connect(uri, PROBE_TIMEOUT, autocommit=True) as con:
             con.execute("SELECT 1")
     except psycopg.Error as exc:
-        raise TrawlUsageError(f"STORE_URI {hide(uri)!r}: cannot reach PostgreSQL: {one_line(exc)}") from None
+        message = f"STORE_URI {hide(uri)!r}: cannot reach PostgreSQL: {one_line(exc)}"
+        # The server answered that the URI is wrong (a password, a database that is not there): bad input.
+        if refused_input(exc):
+            raise TrawlUsageError(message) from None
+        raise StoreError(message) from None
     with _lock:
         _reachable.add(uri)
