@@ -26,10 +26,11 @@ from twisted.internet.defer import Deferred
 from trawl.mining.work import Job, Result, ignore_interrupts, mine_files
 
 #: A batch this small, with no more waiting, is mined in the crawl process (a thread) instead of
-#: starting the pool: the pool's cold start (forkserver, imports, tree-sitter) took 2-4.5 s on two
-#: busy cores, and tree-sitter mines about 1-2 MB/s per core, so below 2 MiB one thread is done
-#: first; a run with more than that starts the pool and mines on every core.
-IN_PROCESS_BYTES = 2 * 1024 * 1024
+#: starting the pool. The pool's cold start (forkserver, imports, tree-sitter) took 2-4.5 s on two
+#: busy cores and one core mines about 2 MB/s of minified bundles (five npm bundles, 2.7 MB, in
+#: 1.3 s), so two workers only catch up with one thread past about 2 x 2 MB/s x 2 s = 8 MB. 4 MiB
+#: keeps the crawl process's parse trees near 300 MB (70 MB per MB of dense code at worst).
+IN_PROCESS_BYTES = 4 * 1024 * 1024
 
 
 def default_processes() -> int:

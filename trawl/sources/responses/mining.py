@@ -174,6 +174,18 @@ class Miner:
                 self.touched.add(digest)
         while len(self.queue) >= self.batch_files:
             self.flush()
+        if self.queue:
+            # Look for idleness now rather than at Scrapy's 5 s heartbeat: a run whose files are all
+            # stored mines what waits at once (measured: 5 s of a 14 s run of five bundles).
+            from twisted.internet import reactor
+
+            reactor.callLater(0, self._look_for_idle)  # type: ignore[attr-defined]
+
+    def _look_for_idle(self) -> None:
+        slot = getattr(self.crawler.engine, "_slot", None)
+        nextcall = getattr(slot, "nextcall", None)
+        if nextcall is not None:  # Scrapy's private heartbeat (2.19), as _emit uses it
+            nextcall.schedule()
 
     def on_idle(self, **_: Any) -> None:
         """Keep the run open while files wait or are mined; send what waits; then widen the spans
@@ -227,7 +239,15 @@ class Miner:
             size += int(length)
         jobs = [(f.digest, f.path, f.url, f.mime) for f in files]
         waiting = sum(int(queued[4]) for queued in self.queue.values())
-        if self.pool is None and size + waiting <= IN_PROCESS_BYTES:
+        in_process = self.pool is None and size + waiting <= IN_PROCESS_BYTES
+        logger.debug(
+            "%s: mining %s (%s bytes) %s",
+            self.spider.name,
+            counted(len(files), "file"),
+            f"{size:,}",
+            "in this process" if in_process else "in the pool",
+        )
+        if in_process:
             self.crawler.stats.inc_value(IN_PROCESS, len(files))
             mined = threads.deferToThread(
                 mine_files, jobs, str(self.root), self.secrets, self.extractor, self.max_bytes
