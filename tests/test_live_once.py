@@ -41,10 +41,14 @@ WWW_PAGES: dict[str, Answer] = {
         <a href="/">home</a> <a href="http://www.example.net/">home again</a>
         <a href="http://example.net/">the bare root</a> <a href="/guide.html#top">guide</a>
         <a href="/robots.txt">robots</a> <script src="/static/app.js"></script>
+        <script src="/static/big.js"></script>
         <script>{SCRIPT} fetch("/api/ping");</script>"""), HTML),
     "/guide.html": (200, page("Guide", '<a href="/">home</a> <a href="index.html">index</a>'), HTML),
     "/index.html": (200, page("Index", '<a href="/guide.html">guide</a>'), HTML),
     "/static/app.js": (200, (SCRIPT + 'fetch("/api/items");').encode(), {"Content-Type": "text/javascript"}),
+    "/static/big.js": (200, b'fetch("/api/early");' + b"var pad = 1;" * 250_000 + b'fetch("/api/late");',
+                       {"Content-Type": "application/javascript"}),
+    "/api/early": (200, b"{}", {"Content-Type": "application/json"}),
     "/api/ping": (200, b'{"ok": true}', {"Content-Type": "application/json"}),
     "/api/items": (200, b"[]", {"Content-Type": "application/json"}),
     "/robots.txt": (200, b"User-agent: *\nDisallow: /private/\n", {"Content-Type": "text/plain"}),
@@ -71,7 +75,8 @@ def crawled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespac
     with WwwSite() as web, HostProxy(web._httpd.server_address[1], 1) as proxy:
         result = run_scrapy(
             workdir, "crawl", "live", "-a", f"domain={ROOT}", "-a", "depth=5",
-            "-s", f"PROXY_LIST={proxy.url}", "-s", f"STORE_URI=sqlite:///{workdir / 'trawl.db'}",
+            "-s", f"PROXY_LIST={proxy.url}", "-s", "LIVE_JS_MAX_BYTES=1000000",
+            "-s", f"STORE_URI=sqlite:///{workdir / 'trawl.db'}",
         )  # fmt: skip
         asked = list(web.seen)
     with sqlite3.connect(workdir / "trawl.db") as con:
@@ -101,3 +106,10 @@ def test_dotted_identifiers_in_javascript_are_not_made_paths(crawled: SimpleName
     assert not [name for name in DOTTED if f"/{name}" in asked or f"/static/{name}" in asked], asked
     assert not [url for url in crawled.stored if any(name in url for name in DOTTED)]
     assert (WWW, "/api/items") in crawled.asked  # the script's real endpoint is still followed
+
+
+def test_a_script_is_mined_up_to_live_js_max_bytes_and_the_log_says_so(crawled: SimpleNamespace) -> None:
+    """A 3 MB script: its first megabyte is read (mined off the reactor thread), the rest is not."""
+    assert (WWW, "/api/early") in crawled.asked
+    assert (WWW, "/api/late") not in crawled.asked
+    assert "live: 1 scripts mined only up to LIVE_JS_MAX_BYTES" in crawled.result.stderr

@@ -67,6 +67,10 @@ class Report:
         ):
             if values.get(PREFIX + key):
                 lines.append(f"{name}: {int(values[PREFIX + key])} URLs {what}, not fetched")
+        if values.get(PREFIX + "scripts_cut"):
+            lines.append(
+                f"{name}: {int(values[PREFIX + 'scripts_cut'])} scripts mined only up to LIVE_JS_MAX_BYTES"
+            )
         total = int(values.get(PREFIX + "out_of_scope", 0))
         if total:
             lines.append(f"{name}: {total} out-of-scope URLs not fetched:")

@@ -15,6 +15,8 @@ start and their own RSS, for the one or two big files of a typical site.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 from typing import Any
 
 from scrapy.utils.defer import maybe_deferred_to_future
@@ -25,6 +27,33 @@ from trawl.sources.live.links import Link, script_links
 
 #: Scripts up to this size are mined on the reactor thread (a few ms of CPU).
 INLINE_BYTES = 64 << 10
+
+
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim`` (None elsewhere)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def mine_and_trim(body: bytes, url: str) -> list[Link]:
+    """:func:`script_links`, then the worker thread's freed memory handed back to the system.
+
+    glibc gives the thread its own arena and keeps what mining freed in it: a
+    crawl of the Python documentation peaked 60 MB higher for it (360 MB
+    against 300 with ``MALLOC_ARENA_MAX=1``); one ``malloc_trim`` a big script
+    (a few ms) gives it back.
+    """
+    try:
+        return script_links(body, url)
+    finally:
+        if _TRIM is not None:
+            _TRIM(0)
 
 
 class ScriptMiner:
@@ -46,7 +75,7 @@ class ScriptMiner:
         if self.pool is None:
             self.pool = ThreadPool(minthreads=0, maxthreads=1, name="trawl-live-scripts")
             self.pool.start()
-        deferred: Any = threads.deferToThreadPool(reactor, self.pool, script_links, body, url)
+        deferred: Any = threads.deferToThreadPool(reactor, self.pool, mine_and_trim, body, url)
         return await maybe_deferred_to_future(deferred)
 
     def close(self) -> None:

@@ -52,7 +52,14 @@ from trawl.sources.arguments import parse_int
 from trawl.sources.base import SourceSpider
 from trawl.sources.live import redirects
 from trawl.sources.live.guard import PatternCap, SoftHosts
-from trawl.sources.live.links import Link, html_links, page_kind, robots_links, sitemap_links
+from trawl.sources.live.links import (
+    Link,
+    html_links,
+    page_kind,
+    release_parsed,
+    robots_links,
+    sitemap_links,
+)
 from trawl.sources.live.records import LinkBatch, captures, now_iso
 from trawl.sources.live.report import Report
 from trawl.sources.live.scope import Scope, parse_scope
@@ -257,6 +264,7 @@ class LiveSpider(SourceSpider):
             verdict = "error"
         else:
             verdict, found = await self._read(response, content_type)
+            release_parsed(response)  # the tree is 10 times the page: not kept while items wait
         self.report.verdict(verdict)
         page = self._row(url, meta.get(FOUND_ON), depth, str(meta.get(HOW) or "seed"), verdict)
         page.update(status=status, content_type=content_type.split(";", 1)[0].strip() or None)

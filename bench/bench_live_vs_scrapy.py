@@ -1,0 +1,245 @@
+# ruff: noqa: E501
+"""``trawl crawl live`` against a plain Scrapy ``CrawlSpider`` on a real documentation site.
+
+    apt-get download python3.11-doc && dpkg-deb -x python3.11-doc_*.deb /tmp/pydoc
+    PYTHONPATH=. .venv/bin/python bench/bench_live_vs_scrapy.py            # finds /tmp/pydoc/...
+    PYTHONPATH=. .venv/bin/python bench/bench_live_vs_scrapy.py --site DIR --rounds 2
+
+The site: a Debian documentation package's HTML (python3.11-doc: 530 pages,
+a 3.6 MB ``searchindex.js``, two dangling symlinks that answer 404 to
+everyone), served by ``python -m http.server``. Both crawlers reach it as
+``http://docs.example.com/`` through the logging forward proxy of the tests
+(tests/servers/website.py ``HostProxy``: the request line names the host, so
+no DNS), trawl with ``PROXY_LIST``, the CrawlSpider with ``http_proxy``. Each
+with its defaults (robots.txt obeyed by both), trawl with ``-a depth=100`` so
+that depth is no limit, as it is none for the CrawlSpider.
+
+Figures from the server's own log (each request line and status): pages
+fetched (distinct paths, robots.txt and trawl's random soft-404 path aside),
+repeats (requests past the first of a path), 404s; wall, CPU (user+system of
+the process and its children) and peak RSS (the sum over the process tree,
+sampled every 50 ms, so the mining workers count). ``BENCH_PROFILE=FILE``
+writes a cProfile of trawl's crawl process there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tests.servers.website import HostProxy  # noqa: E402
+
+HOST = "docs.example.com"
+SITES = ("/tmp/pydoc/x/usr/share/doc/python3.11/html", "/usr/share/doc/python3.11/html",
+         "/usr/share/doc/python3-doc/html")  # fmt: skip
+RANDOM = re.compile(r"^/[0-9a-f]{24}$")
+LOG_LINE = re.compile(r'"GET (\S+) HTTP/1\.[01]" (\d{3})')
+
+SPIDER = """
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spiders import CrawlSpider, Rule
+
+
+class Docs(CrawlSpider):
+    name = "docs"
+    allowed_domains = ["docs.example.com"]
+    start_urls = ["http://docs.example.com/"]
+    custom_settings = {"ROBOTSTXT_OBEY": True, "LOG_LEVEL": "INFO", "TELNETCONSOLE_ENABLED": False}
+    rules = (Rule(LinkExtractor(), callback="parse_item", follow=True),)
+
+    def parse_item(self, response):
+        yield {"url": response.url, "status": response.status}
+"""
+
+#: Runs trawl's command line in this process (profiled when BENCH_PROFILE names a file).
+MEASURED = r"""
+import sys, atexit, os
+if os.environ.get("BENCH_PROFILE"):
+    import cProfile, pstats
+    _prof = cProfile.Profile(); _prof.enable()
+    atexit.register(lambda: (_prof.disable(), pstats.Stats(_prof, stream=open(os.environ["BENCH_PROFILE"], "w")).sort_stats("cumulative").print_stats(60)))
+if os.environ.get("BENCH_TRACEMALLOC"):  # the biggest live allocations, N seconds in
+    import threading, time, tracemalloc
+    tracemalloc.start(8)
+    def _snap():
+        time.sleep(float(os.environ["BENCH_TRACEMALLOC"]))
+        top = tracemalloc.take_snapshot().statistics("traceback")[:12]
+        with open(os.environ["BENCH_TRACEMALLOC_OUT"], "w") as out:
+            for stat in top:
+                out.write(f"{stat.size >> 20} MB {stat.count} blocks\n" + "\n".join(stat.traceback.format()[-8:]) + "\n\n")
+    threading.Thread(target=_snap, daemon=True).start()
+from trawl.cli import main
+sys.argv = ["trawl", *sys.argv[1:]]
+main()
+"""
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and its descendants (from /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        rss[int(entry)] = int(fields[21]) * 4096
+    total, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        total += rss.get(current, 0)
+        todo.extend(children.get(current, ()))
+    return total
+
+
+def measured(command: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
+    """Run ``command``; its wall, CPU and peak RSS (process tree), and its exit status."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.monotonic()
+    proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
+                            stderr=open(cwd / "crawl.log", "w"))  # fmt: skip
+    peak, timeline = 0, []
+    while proc.poll() is None:
+        rss = tree_rss(proc.pid)
+        peak = max(peak, rss)
+        if not timeline or time.monotonic() - start >= timeline[-1][0] + 5:
+            timeline.append((time.monotonic() - start, rss >> 20))
+        time.sleep(0.05)
+    wall = time.monotonic() - start
+    if os.environ.get("BENCH_TIMELINE"):
+        print(command[2] if len(command) > 2 else command[0], "RSS MB by second:", timeline)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall": wall, "cpu": cpu, "rss": peak / (1 << 20), "rc": proc.returncode}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def site_log(log: Path, offset: int) -> list[tuple[str, int]]:
+    """(path, status) of every request the server logged past ``offset``."""
+    with open(log, errors="replace") as handle:
+        handle.seek(offset)
+        return [(m.group(1), int(m.group(2))) for m in LOG_LINE.finditer(handle.read())]
+
+
+def summary(asked: list[tuple[str, int]]) -> dict[str, object]:
+    paths = Counter(path for path, _ in asked if not RANDOM.match(path) and path != "/robots.txt")
+    return {
+        "pages": len(paths),
+        "repeats": sum(n - 1 for n in paths.values()),
+        "repeated": sorted(p for p, n in paths.items() if n > 1)[:5],
+        "404": len({p for p, s in asked if s == 404 and not RANDOM.match(p) and p != "/robots.txt"}),
+        "robots": sum(1 for p, _ in asked if p == "/robots.txt"),
+        "html": {p for p in paths if p.endswith((".html", "/"))},
+        "missing404": sorted(p for p, s in asked if s == 404 and not RANDOM.match(p))[:12],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--site", help="the HTML folder of a documentation package")
+    parser.add_argument("--rounds", type=int, default=1, help="crawls of each (alternating)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="a trawl setting")
+    parser.add_argument("--only", choices=("trawl", "scrapy"), help="crawl with this one only")
+    args = parser.parse_args()
+    site = args.site or next((s for s in SITES if Path(s, "index.html").is_file()), None)
+    if not site or not Path(site, "index.html").is_file():
+        sys.exit("bench: error: no documentation site: apt-get download python3.11-doc, "
+                 "dpkg-deb -x it into /tmp/pydoc (or --site DIR)")  # fmt: skip
+    work = Path(tempfile.mkdtemp(prefix="bench-live-scrapy-"))
+    (work / "docs_spider.py").write_text(SPIDER)
+    (work / "measured.py").write_text(MEASURED)
+    log = work / "site.log"
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "-d", site, str(port)],
+        stdout=subprocess.DEVNULL, stderr=open(log, "w"),
+    )  # fmt: skip
+    for _ in range(200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    venv = Path(sys.executable).parent
+    base_env = dict(os.environ, PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}")
+    results: dict[str, list[dict[str, object]]] = {w: [] for w in ("trawl", "scrapy") if args.only in (None, w)}
+    try:
+        with HostProxy(port, 1) as proxy:
+            for round_ in range(args.rounds):
+                for who in (args.only,) if args.only else ("trawl", "scrapy"):
+                    run = work / f"{who}{round_}"
+                    run.mkdir()
+                    if who == "trawl":
+                        env = dict(base_env, SCRAPY_SETTINGS_MODULE="trawl.settings")
+                        env.pop("BENCH_PROFILE", None) if round_ else None
+                        command = [sys.executable, str(work / "measured.py"), "crawl", "live",
+                                   "-a", f"domain={HOST}", "-a", "depth=100",
+                                   "-s", f"PROXY_LIST={proxy.url}",
+                                   "-s", f"STORE_URI=sqlite:///{run / 'trawl.db'}"]  # fmt: skip
+                        command += [arg for setting in args.set for arg in ("-s", setting)]
+                    else:
+                        env = dict(base_env, http_proxy=proxy.url)
+                        env.pop("BENCH_PROFILE", None)
+                        command = [str(venv / "scrapy"), "runspider", str(work / "docs_spider.py"),
+                                   "-O", str(run / "items.jsonl")]  # fmt: skip
+                    offset = log.stat().st_size
+                    figures = measured(command, env, run)
+                    time.sleep(0.3)  # the server's last log lines
+                    figures.update(summary(site_log(log, offset)))
+                    results[who].append(figures)
+                    if figures["rc"]:
+                        print(f"{who}: exit {figures['rc']}; see {run / 'crawl.log'}")
+    finally:
+        server.terminate()
+        server.wait()
+    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    print(f"site: {site} as http://{HOST}/ ({sum(1 for _ in Path(site).rglob('*.html'))} HTML files)")
+    print(
+        f"{'':8} {'pages':>6} {'repeats':>8} {'404s':>5} {'robots':>6} {'wall s':>7} {'CPU s':>6} {'RSS MB':>7}"
+    )
+    for who, runs in results.items():
+        for r in runs:
+            print(f"{who:8} {r['pages']:>6} {r['repeats']:>8} {r['404']:>5} {r['robots']:>6} "
+                  f"{r['wall']:>7.1f} {r['cpu']:>6.1f} {r['rss']:>7.0f}")  # fmt: skip
+    for who, runs in results.items():
+        last = runs[-1]
+        if last["repeated"]:
+            print(f"{who} repeated: {', '.join(last['repeated'])}")
+        print(f"{who} 404s: {', '.join(last['missing404']) or 'none'}")
+    if not args.only:
+        missed = results["scrapy"][-1]["html"] - results["trawl"][-1]["html"]
+        print(f"HTML pages the CrawlSpider fetched and trawl did not: {len(missed)} {sorted(missed)[:5]}")
+    print(f"load: {load}")
+    if os.environ.get("BENCH_KEEP"):
+        print(f"work: {work}")
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    threading.excepthook = lambda args: None  # the proxy's threads at shutdown
+    main()
