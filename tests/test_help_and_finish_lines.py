@@ -157,8 +157,17 @@ def test_a_responses_run_ends_with_what_it_stored_and_wayback_keeps_its_url_line
                 "wayback", "example.com", {"WAYBACK_BASE_URL": server.base_url}, "-a", "filters=false"
             ),
         )
-        result = crawl_responses(workdir, server, "-a", "query=ext:js OR mime:application/json")
+        result = crawl_responses(
+            workdir, server, "-a", "query=ext:js OR mime:application/json", PROGRESS_INTERVAL=0.05
+        )
     assert result.returncode == 0, result.stderr[-3000:]
+    # Its progress lines too: the records so far, not 0 captures and 0 unique URLs.
+    progress = [line for line in result.stderr.splitlines() if "INFO: responses: " in line and " | " in line]
+    assert progress, result.stderr[-3000:]
+    for line in progress:
+        said = r"INFO: responses: \d+ requests? \| \d+ URLs? selected, \d+ files? stored"
+        assert re.search(said, line), line
+        assert "captures/s" not in line and "unique URL" not in line, line
     [url_line] = finish_lines(wayback.stderr, "wayback")
     assert URL_LINE.fullmatch(url_line), url_line
     [line] = finish_lines(result.stderr, "responses")

@@ -8,7 +8,8 @@ why: the source is paused (a Retry-After, a 429, a ban), waits on its budget
 (``waiting on rate limit (60/60s) until 08:31:05``), or waits on answers that
 do not come (``waiting 95 s on 4 requests to web.archive.org``, and the
 timeouts so far); without that, a stalled run printed 49 identical lines saying
-"0 errors" for 8 minutes (issue 9).
+"0 errors" for 8 minutes (issue 9). A source of another record kind says what it
+counts instead, as its finish line does (:mod:`trawl.run.finishline`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from trawl.politeness.rates import format_duration, parse_rate
 from trawl.run import statkeys
 from trawl.run.counts import counted
 from trawl.run.failcause import estimate_unknown
-from trawl.run.finishline import finish_line
+from trawl.run.finishline import finish_line, records_said, says_urls, stored_by_kind
 from trawl.run.outcome import run_outcome
 from trawl.run.secrets import install_redaction
 
@@ -87,25 +88,32 @@ class Progress:
     def log_progress(self, spider: Spider) -> None:
         stats = self.stats
         now = time.monotonic()
-        captures = stats.get(statkeys.CAPTURES, 0)
+        urls = says_urls(spider)
+        # A URL source is paced by its captures; another kind by the records it stored.
+        captures = stats.get(statkeys.CAPTURES, 0) if urls else sum(stored_by_kind(stats).values())
         rate = (captures - self.last_captures) / max(now - self.last_time, 1e-9)
         self.last_time, self.last_captures = now, captures
-        total = stats.get(statkeys.PAGES_TOTAL)
-        pages = f"{_n(stats.get(statkeys.PAGES))}/{_n(total) if total is not None else '?'}"
         limiter = existing_limiter(spider.name)
-        speed = f"{_n(rate)} captures/s"
+        speed = f"{_n(rate)} {'captures' if urls else 'records'}/s"
         held = limiter.holdup() if limiter is not None else None
         if held is not None and int(rate) == 0:
             speed = f"waiting on rate limit ({limiter.budget}) until {_clock(held)}"  # type: ignore[union-attr]
-        fields = [
-            f"pages {pages}",
-            counted(stats.get("downloader/request_count"), "request"),
-            counted(captures, "capture"),
-            counted(stats.get(statkeys.URLS_UNIQUE), "unique URL"),
-            f"{_n(stats.get(statkeys.URLS_NEW))} new",
-            speed,
-            counted(stats.get(statkeys.ERRORS), "error"),
-        ]
+        requests = counted(stats.get("downloader/request_count"), "request")
+        errors = counted(stats.get(statkeys.ERRORS), "error")
+        if not urls:
+            fields = [requests, records_said(spider, stats), speed, errors]
+        else:
+            total = stats.get(statkeys.PAGES_TOTAL)
+            pages = f"{_n(stats.get(statkeys.PAGES))}/{_n(total) if total is not None else '?'}"
+            fields = [
+                f"pages {pages}",
+                requests,
+                counted(captures, "capture"),
+                counted(stats.get(statkeys.URLS_UNIQUE), "unique URL"),
+                f"{_n(stats.get(statkeys.URLS_NEW))} new",
+                speed,
+                errors,
+            ]
         if stats.get(statkeys.TIMEOUTS):
             fields.append(counted(stats[statkeys.TIMEOUTS], "timeout"))
         spider.logger.info(
