@@ -91,6 +91,10 @@ def test_list_arguments_shows_every_source_and_all_takes_sources_and_exclude(tmp
     assert headers == ["all", *SOURCES]
     block = result.stdout.split("\n\n")[0]
     assert {f"-a {name}=" for name in SELECTION_ARGUMENTS} <= set(re.findall(r"-a \w+=", block))
+    # A source's own argument, which crawl all hands to that source alone, says whose it is.
+    said = {line.split()[1]: line.split(None, 2)[2] for line in block.splitlines()[1:]}
+    assert said["cc_indexes="] == "commoncrawl only: the newest N crawl indexes to query (default 1; 0: all)"
+    assert said["limit="].startswith("crates, probe, responses only: its line differs by source")
 
 
 def test_list_of_an_unknown_source_is_one_line(tmp_path: Path) -> None:

@@ -30,19 +30,36 @@ ALL_ARGUMENTS = {
 }
 
 
-def described(name: str, spidercls: Any) -> dict[str, str] | None:
-    """A source's ``-a`` arguments with their lines; ``None``: a spider that does not declare them."""
-    if name == "all":
-        from trawl.sources.base import SourceSpider
+def described(name: str, spidercls: Any, loader: Any) -> dict[str, str] | None:
+    """A source's ``-a`` arguments with their lines; ``None``: a spider that does not declare them.
 
-        return dict(sorted({**SourceSpider.described_arguments(), **ALL_ARGUMENTS}.items()))
-    describe = getattr(spidercls, "described_arguments", None)
-    return describe() if describe is not None else None
+    ``all`` takes the URL sources' common arguments, the selection, and any source's own, which
+    it hands to that source alone (``-a cc_indexes=2`` reaches commoncrawl).
+    """
+    if name != "all":
+        describe = getattr(spidercls, "described_arguments", None)
+        return describe() if describe is not None else None
+    from trawl.sources.base import SourceSpider
+
+    common = SourceSpider.described_arguments()
+    own: dict[str, dict[str, str]] = {}  # argument -> {source: its line}
+    for source in sorted(loader.list()):
+        describe = getattr(loader.load(source), "described_arguments", None)
+        for arg, text in (describe() if source != "all" and describe is not None else {}).items():
+            if arg not in common and arg not in ALL_ARGUMENTS:
+                own.setdefault(arg, {})[source] = text
+    others = {}
+    for arg, by_source in own.items():
+        texts = set(by_source.values())
+        # One meaning: said once; several (crates' -a limit= counts crates, probe's URLs): each source's.
+        text = texts.pop() if len(texts) == 1 else "its line differs by source: trawl list SOURCE"
+        others[arg] = f"{', '.join(by_source)} only: {text or '(no description declared)'}"
+    return dict(sorted({**common, **ALL_ARGUMENTS, **others}.items()))
 
 
-def arguments_text(name: str, spidercls: Any) -> str:
+def arguments_text(name: str, spidercls: Any, loader: Any) -> str:
     """``wayback`` and one ``  -a NAME=  line`` an argument."""
-    arguments = described(name, spidercls)
+    arguments = described(name, spidercls, loader)
     if arguments is None:
         return f"{name}\n  (a spider of the project: its arguments are its own)\n"
     width = max(len(a) for a in arguments) + len("-a =") if arguments else 0
@@ -82,7 +99,7 @@ class Command(ScrapyListCommand):
         if not args and not opts.arguments:
             text = "\n".join(names) + "\n"
         else:
-            text = "\n".join(arguments_text(name, loader.load(name)) for name in args or names)
+            text = "\n".join(arguments_text(name, loader.load(name), loader) for name in args or names)
         try:
             sys.stdout.write(text)
             sys.stdout.flush()
