@@ -139,3 +139,21 @@ def test_specification_and_error_reference_uris_are_not_endpoints(code: str) -> 
 
 def test_a_server_side_file_name_is_still_an_endpoint() -> None:
     assert found('const u = "login.php";') == {("EXPR/login.php", "string", None, ())}
+
+
+HELPERS = [
+    # supabase-js's own request helper: the method literal, then the URL.
+    ('await Q(this.fetch, "POST", `${this.url}/signup`, {body: b});', {("EXPR/signup", "call", "POST", ())}),
+    (
+        "r = request('GET', '/api/items?page=1');",
+        {("https://cdn.example.com/api/items?page=1", "call", "GET", ("page",))},
+    ),
+    # Not a request: a method word then something that is no URL, or a lower-case word.
+    ('log("GET", "done");', set()),
+    ('x = pick("get", "/api/x");', {("https://cdn.example.com/api/x", "string", None, ())}),
+]
+
+
+@pytest.mark.parametrize(("code", "expected"), HELPERS)
+def test_a_request_helper_gives_its_method(code: str, expected: set[tuple]) -> None:
+    assert found(code) == expected

@@ -130,7 +130,7 @@ def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | 
         used.update((n.start_byte, n.end_byte) for n in literals)
         collector.add(value, how, line, **parts)  # type: ignore[arg-type]
 
-    uses = Uses(values, emit, Scopes(captures.get("function", [])))
+    uses = Uses(values, emit, Scopes(captures.get("function", [])), _url_like)
     calls = captures.get("call", [])
     for call in calls:
         uses.remember(call)
@@ -176,6 +176,14 @@ def _bare_literals(
         value = literal(node) if node.type == "string" else values.value(node)
         if value:
             _bare(value, node.start_point.row + 1, collector)
+
+
+def _url_like(value: str) -> bool:
+    """The precision policy on a value, placeholders read as ``EXPR``."""
+    path = placeholders(value)[0]
+    if path.startswith(_PAGE_ORIGIN):
+        path = EXPR + "/" + path[len(_PAGE_ORIGIN) :]
+    return api_like(path)
 
 
 def _bare(value: str, line: int, collector: Collector) -> None:

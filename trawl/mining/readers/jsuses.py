@@ -14,6 +14,8 @@
   the file does not say one.
 - ``import ... from "./x.js"``, ``export ... from``, ``import("./x.js")``: ``import``, when the
   specifier is a URL (``./``, ``../``, ``/``, ``http(s)://``), not a package name.
+- Any other call with an upper-case method literal followed by a URL the precision policy
+  keeps (an SDK's helper, ``request(fetch, "POST", `${url}/signup`)``): ``call`` with that method.
 - Body parameter names come from object literals, ``JSON.stringify({...})``,
   ``URLSearchParams``/``FormData`` (their ``append``/``set`` calls in the same function),
   ``a=1&b=2`` strings; header names from object literals, ``new Headers({...})`` and
@@ -102,8 +104,10 @@ def _is_location(node: Node) -> bool:
 class Uses:
     """Reads the uses in one file's calls and assignments."""
 
-    def __init__(self, values: Values, emit: Emit, scopes: Scopes) -> None:
+    def __init__(self, values: Values, emit: Emit, scopes: Scopes, url_like: Callable[[str], bool]) -> None:
         self.values = values
+        #: the precision policy, for uses that are only likely (an SDK's request helper)
+        self.url_like = url_like
         self.emit = emit
         self.scopes = scopes
         self.appended: dict[tuple[int, str], set[str]] = defaultdict(set)
@@ -170,6 +174,20 @@ class Uses:
             self.emit(args[0], "location", line)
         elif name == "setAttribute" and len(args) > 1 and literal(args[0]) in _ELEMENT_PROPERTIES:
             self.emit(args[1], _ELEMENT_PROPERTIES[literal(args[0]) or ""], line)
+        else:
+            self._method_then_url(args, line)
+
+    def _method_then_url(self, args: list[Node], line: int) -> None:
+        """An SDK's own request helper, ``request(fetch, "POST", `${base}/signup`, ...)``: an upper-case
+        method literal followed by a URL-looking value (the precision policy decides) is that request."""
+        for at in range(len(args) - 1):
+            method = literal(args[at])
+            if method not in METHODS:
+                continue
+            value = self.values.value(args[at + 1])
+            if value and self.url_like(value):
+                self.emit(args[at + 1], "call", line, method=method)
+            return
 
     def construct(self, node: Node) -> None:
         """``new URL(path, base)``: ``url``, resolved against the base when the file says it."""
