@@ -11,6 +11,7 @@ import re
 import sqlite3
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -18,11 +19,11 @@ import pytest
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import assert_no_traceback, run_scrapy
     from tests.servers.local import Answer, SeenRequest
-    from tests.servers.website import HostProxy, Website
+    from tests.servers.website import HostProxy, TlsSite, Website
 except ImportError:
     from conftest import assert_no_traceback, run_scrapy  # type: ignore[no-redef]
     from servers.local import Answer, SeenRequest  # type: ignore[no-redef]
-    from servers.website import HostProxy, Website  # type: ignore[no-redef]
+    from servers.website import HostProxy, TlsSite, Website  # type: ignore[no-redef]
 
 ROOT, WWW = "example.net", "www.example.net"
 HTML = {"Content-Type": "text/html; charset=utf-8"}
@@ -113,3 +114,42 @@ def test_a_script_is_mined_up_to_live_js_max_bytes_and_the_log_says_so(crawled: 
     assert (WWW, "/api/early") in crawled.asked
     assert (WWW, "/api/late") not in crawled.asked
     assert "live: 1 scripts mined only up to LIVE_JS_MAX_BYTES" in crawled.result.stderr
+
+
+class HttpsRoot(Website):
+    """``example.com``'s root over http: a 301 to ``https://secure.example.com/``."""
+
+    def answer(self, request: SeenRequest) -> Answer:
+        host = request.headers.get("host", "").split(":")[0].lower()
+        with self._lock:
+            self.seen.append((host, request.raw_url))
+        if host == "example.com" and request.raw_url == "/":
+            return 301, b"", {"Location": "https://secure.example.com/"}
+        return 404, page("Not found", f"Nothing at {request.path}."), HTML
+
+
+class HttpsHome(TlsSite):
+    """``secure.example.com``: a home linking the bare root over both schemes, as real sites do."""
+
+    def answer(self, request: SeenRequest) -> Answer:
+        self.seen.append(request.raw_url)
+        if request.raw_url == "/":
+            links = '<a href="https://example.com/">home</a> <a href="http://example.com/">home</a>'
+            return 200, page("Home", links), HTML
+        return 404, page("Not found", "Nothing here."), HTML
+
+
+def test_a_root_that_redirects_to_https_is_not_asked_again_over_https(tmp_path: Path) -> None:
+    with (
+        HttpsRoot() as web,
+        HttpsHome() as tls,
+        HostProxy(web._httpd.server_address[1], tls.bound_port) as proxy,
+    ):
+        result = run_scrapy(
+            tmp_path, "crawl", "live", "-a", "domain=example.com", "-s", f"PROXY_LIST={proxy.url}",
+            "-s", f"STORE_URI=sqlite:///{tmp_path / 'trawl.db'}",
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr[-3000:]
+        assert web.seen.count(("example.com", "/")) == 1
+        assert tls.seen.count("/") == 1
+        assert "CONNECT example.com:443" not in proxy.requests  # https://example.com/: the same 301

@@ -260,6 +260,10 @@ class LiveSpider(SourceSpider):
                 if seed and not self.scope.allows(target, hosts) and self.scope.seed_may_go(target):
                     hosts = (*hosts, (urlsplit(target).hostname or "").lower())
                 found = [(target, "redirect")]
+                if url.startswith("http://") and target.startswith("https://"):
+                    # The site moved to https: its https twin redirects the same way (a root
+                    # that 301s to https://www. was asked again over https otherwise).
+                    self.seen.add("https://" + url[len("http://") :])
         elif status >= 400:
             verdict = "error"
         else:
