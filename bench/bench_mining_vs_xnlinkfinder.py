@@ -8,10 +8,13 @@ For each bundle (``BUNDLES``: pinned npm packages, installed with ``npm install 
 - **precision**: on a seeded random sample of up to 30 of each tool's findings, the
   share judged true by the written rules (``RULES`` below, the ``*.also.txt`` lists
   hold the URLs judged true that are not on the hand-read list);
+- **method**: of the hand-read endpoints found, how many with the method the code gives;
 - **wall**: each tool run once per bundle as a fresh process (xnLinkFinder under
   ``script -qec``: it needs a terminal), so both pay their start-up. trawl runs its
   library entry point (``trawl.mining.extract_file``), which is what ``trawl crawl
-  responses`` runs in-process for small inputs.
+  responses`` runs in-process for small inputs. Then the whole command, ``trawl crawl
+  responses -a files=`` on a waymore folder of the five files, once, against the sum of
+  xnLinkFinder's five runs.
 
 Findings are compared as keys: the placeholders ``{x}``, ``:x``, ``${x}`` and ``EXPR`` are
 ``{}``; an unknown base (``EXPR/x``) and the bundle's own origin are cut, so that
@@ -134,21 +137,21 @@ def install(target: Path) -> None:
         subprocess.run(["npm", "install", "--no-save", "--prefix", str(target), *missing], check=True)
 
 
-def run_trawl(file: Path, url: str) -> tuple[float, dict[str, str]]:
-    """Wall seconds and key -> method of trawl's findings (one fresh interpreter)."""
+def run_trawl(file: Path, url: str) -> tuple[float, dict[str, set[str]]]:
+    """Wall seconds and key -> methods of trawl's findings (one fresh interpreter)."""
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", _TRAWL, str(file), url], capture_output=True, text=True, check=True, cwd=ROOT
     )
     wall = time.perf_counter() - start
-    found: dict[str, str] = {}
+    found: dict[str, set[str]] = {}
     for line in done.stdout.splitlines():
         method, url_, _ = line.split("\t")
-        found.setdefault(key(url_), method)
+        found.setdefault(key(url_), set()).add(method)
     return wall, found
 
 
-def run_xnl(xnl: str, file: Path, work: Path) -> tuple[float, dict[str, str]]:
+def run_xnl(xnl: str, file: Path, work: Path) -> tuple[float, dict[str, set[str]]]:
     """Wall seconds and keys of xnLinkFinder's links for a folder holding only ``file``."""
     folder = work / file.stem
     shutil.rmtree(folder, ignore_errors=True)
@@ -159,7 +162,7 @@ def run_xnl(xnl: str, file: Path, work: Path) -> tuple[float, dict[str, str]]:
     start = time.perf_counter()
     subprocess.run(["script", "-qec", command, "/dev/null"], capture_output=True, check=True)
     wall = time.perf_counter() - start
-    return wall, {key(line): "" for line in read_list(out) if line.strip()}
+    return wall, {key(line): set() for line in read_list(out) if line.strip()}
 
 
 def judge(found: str, hand: dict[str, str], also: set[str], routes: set[str]) -> bool:
@@ -198,7 +201,7 @@ def main() -> None:
         }
         for tool, (wall, found) in results.items():
             hits = [k for k in hand if k in found]
-            methods = sum(1 for k in hits if hand[k] and found[k] == hand[k])
+            methods = sum(1 for k in hits if hand[k] and hand[k] in found[k])
             sample = rng.sample(sorted(found), min(SAMPLE, len(found)))
             true = sum(judge(k, hand, also, routes) for k in sample)
             total = totals[tool]
@@ -226,7 +229,35 @@ def main() -> None:
             f"{'all':<15} {'':>5} {tool:<6} {'':>5} {f'{hits}/{hand_n}':>9} {hits / hand_n:>6.0%}"
             f" {true / max(1, sampled):>10.2f} {wall:>7.2f}"
         )
+    command_wall, mined = run_command(target, work)
+    xnl_wall = totals["xnl"][4]
+    print(f"trawl crawl responses, the five files in one run: {command_wall:.2f} s wall ({mined})")
+    print(f"  xnLinkFinder on the same files, five runs: {xnl_wall:.2f} s")
     print(f"load after: {subprocess.getoutput('uptime').strip()}")
+
+
+def run_command(target: Path, work: Path) -> tuple[float, str]:
+    """The whole command a user runs on saved files (a waymore folder): Scrapy, the store, the miner."""
+    folder = work / "command"
+    shutil.rmtree(folder, ignore_errors=True)
+    saved = folder / "saved" / "example.com"
+    saved.mkdir(parents=True)
+    index = []
+    for number, bundle in enumerate(BUNDLES, 1):
+        shutil.copy(target / "node_modules" / bundle.path, saved / f"{number}.js")
+        index.append(
+            f"{number},https://web.archive.org/web/20210101000000id_/{ORIGIN}{bundle.url_path},2024-01-01\n"
+        )
+    (saved / "index.txt").write_text("".join(index))
+    trawl = Path(sys.executable).with_name("trawl")
+    command = [str(trawl), "crawl", "responses", "-a", "domain=example.com", "-a", f"files={saved}"]
+    command += ["-s", f"STORE_URI=sqlite:///{folder}/trawl.db", "-s", f"FILES_STORE={folder}/files"]
+    start = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=folder, check=False)
+    wall = time.perf_counter() - start
+    said = [line for line in done.stderr.splitlines() if ": mined " in line]
+    summary = said[-1].split(": mined ", 1)[1].split(";")[0] + ")" if said else f"exit {done.returncode}"
+    return wall, "mined " + summary
 
 
 if __name__ == "__main__":
