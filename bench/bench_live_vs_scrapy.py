@@ -18,8 +18,12 @@ Figures from the server's own log (each request line and status): pages
 fetched (distinct paths, robots.txt and trawl's random soft-404 path aside),
 repeats (requests past the first of a path), 404s; wall, CPU (user+system of
 the process and its children) and peak RSS (the sum over the process tree,
-sampled every 50 ms, so the mining workers count). ``BENCH_PROFILE=FILE``
-writes a cProfile of trawl's crawl process there.
+sampled every 50 ms, so any worker process counts). ``BENCH_PROFILE=FILE``
+writes a cProfile of trawl's crawl process there; ``BENCH_TIMELINE=1`` prints
+each crawl's RSS every 5 s; ``BENCH_TRACEMALLOC=SECONDS`` with
+``BENCH_TRACEMALLOC_OUT=FILE`` writes trawl's biggest Python allocations then
+(slow: tracemalloc costs trawl 10 times its time); ``--only trawl`` and
+``--set NAME=VALUE`` (a trawl setting) for experiments.
 """
 
 from __future__ import annotations
@@ -186,7 +190,9 @@ def main() -> None:
             time.sleep(0.05)
     venv = Path(sys.executable).parent
     base_env = dict(os.environ, PYTHONPATH=f"{ROOT}:{os.environ.get('PYTHONPATH', '')}")
-    results: dict[str, list[dict[str, object]]] = {w: [] for w in ("trawl", "scrapy") if args.only in (None, w)}
+    results: dict[str, list[dict[str, object]]] = {
+        w: [] for w in ("trawl", "scrapy") if args.only in (None, w)
+    }
     try:
         with HostProxy(port, 1) as proxy:
             for round_ in range(args.rounds):
