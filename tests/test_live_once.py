@@ -37,6 +37,7 @@ def page(title: str, body: str) -> bytes:
 
 
 SCRIPT = "".join(f'var n{i} = "{name}"; ' for i, name in enumerate(DOTTED))
+APP_JS = (SCRIPT + 'fetch("/api/items"); fetch("/api/chat.postMessage");').encode()
 WWW_PAGES: dict[str, Answer] = {
     "/": (200, page("Home", f"""
         <a href="/">home</a> <a href="http://www.example.net/">home again</a>
@@ -46,7 +47,7 @@ WWW_PAGES: dict[str, Answer] = {
         <script>{SCRIPT} fetch("/api/ping");</script>"""), HTML),
     "/guide.html": (200, page("Guide", '<a href="/">home</a> <a href="index.html">index</a>'), HTML),
     "/index.html": (200, page("Index", '<a href="/guide.html">guide</a>'), HTML),
-    "/static/app.js": (200, (SCRIPT + 'fetch("/api/items");').encode(), {"Content-Type": "text/javascript"}),
+    "/static/app.js": (200, APP_JS, {"Content-Type": "text/javascript"}),
     "/static/big.js": (200, b'fetch("/api/early");' + b"var pad = 1;" * 250_000 + b'fetch("/api/late");',
                        {"Content-Type": "application/javascript"}),
     "/api/early": (200, b"{}", {"Content-Type": "application/json"}),
@@ -106,7 +107,8 @@ def test_dotted_identifiers_in_javascript_are_not_made_paths(crawled: SimpleName
     asked = {path for _, path in crawled.asked}
     assert not [name for name in DOTTED if f"/{name}" in asked or f"/static/{name}" in asked], asked
     assert not [url for url in crawled.stored if any(name in url for name in DOTTED)]
-    assert (WWW, "/api/items") in crawled.asked  # the script's real endpoint is still followed
+    assert (WWW, "/api/items") in crawled.asked  # the script's real endpoints are still followed
+    assert (WWW, "/api/chat.postMessage") in crawled.asked  # a dotted API method under a path: kept
 
 
 def test_a_script_is_mined_up_to_live_js_max_bytes_and_the_log_says_so(crawled: SimpleNamespace) -> None:

@@ -122,11 +122,17 @@ def release_parsed(response: Response) -> None:
 def script_links(body: bytes, url: str) -> list[Link]:
     """Endpoints of a JavaScript file (:func:`trawl.mining.extract_file`), dotted names aside."""
     findings = extract_file(body, url, "application/javascript")
+    folders = {"/", urlsplit(urljoin(url, ".")).path}  # where a bare name in the script lands
     return [
         (endpoint.url, "js")
         for endpoint in findings.endpoints
-        if "EXPR" not in endpoint.url and not dotted_name(endpoint.url)
+        if "EXPR" not in endpoint.url and not (dotted_name(endpoint.url) and _folder(endpoint.url) in folders)
     ]
+
+
+def _folder(url: str) -> str:
+    path = urlsplit(url).path
+    return path[: path.rfind("/") + 1] or "/"
 
 
 def dotted_name(url: str) -> bool:
@@ -138,6 +144,8 @@ def dotted_name(url: str) -> bool:
     documentation). A name is a file's when its extension is a known web one in
     lower case and the parts before it have no capital past the first
     (``login.action``, ``feed.xml``, ``jquery.min.js``, ``Main.js`` are kept).
+    Only a bare name is judged (one that landed in the script's folder or at
+    the root): ``/api/chat.postMessage`` is an API's method, kept.
     """
     parts = urlsplit(url)
     if parts.query:
