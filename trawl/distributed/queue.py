@@ -158,6 +158,37 @@ class WorkQueue:
         added = self._push(keys=[QUEUED, PENDING], args=[task.fingerprint, task.id, _with_fingerprint(task)])
         return bool(added)
 
+    # --- the dead letters ------------------------------------------------------------------
+
+    def retry_dead(self) -> tuple[int, int]:
+        """Every readable dead letter queued again (counted afresh: no deaths); (queued, already queued).
+
+        An entry is taken off the list before its task is pushed, one at a time, so that two
+        retries at once cannot queue a task twice (the push's dedup also refuses the same work).
+        """
+        queued = skipped = 0
+        for entry in self.client.lrange(DEAD, 0, -1):
+            if not self.client.lrem(DEAD, 1, entry):
+                continue  # another retry or purge took it
+            try:
+                task = Task.from_json(orjson.dumps(orjson.loads(entry).get("task")))
+            except (ValueError, AttributeError):
+                self.client.rpush(DEAD, entry)  # not a task: kept for a person to read
+                continue
+            if self.push(task):
+                queued += 1
+            else:
+                skipped += 1
+        return queued, skipped
+
+    def purge_dead(self) -> int:
+        """Drop every dead letter; how many."""
+        pipe = self.client.pipeline(transaction=True)
+        pipe.llen(DEAD)
+        pipe.delete(DEAD)
+        count, _ = pipe.execute()
+        return int(count)
+
     # --- a worker's side -------------------------------------------------------------------
 
     def beat(self, worker: str) -> None:
