@@ -106,7 +106,7 @@ def test_list_of_an_unknown_source_is_one_line(tmp_path: Path) -> None:
     ]
 
 
-UNDECLARED = {"crates"}
+UNDECLARED: set[str] = set()
 
 
 @pytest.mark.parametrize(

@@ -78,7 +78,16 @@ class CratesSpider(Source):
     """crates.io crates, versions and dependencies from the registry's daily db-dump or its API."""
 
     name = "crates"
-    extra_arguments = frozenset({"mode", "domain", "subs", "history", *API_ARGUMENTS})
+    extra_arguments = {
+        "mode": "dump (the daily db-dump, default), api (the API) or incremental (what changed since)",
+        "domain": "the crates' repository and homepage URLs on this domain go to the URL store too",
+        "subs": "with domain=: its subdomains too (default true)",
+        "history": "days of version downloads before the dump's 90, from the per-day archive (default 0)",
+        "crates": "api: these crates only (comma-separated), no listing",
+        "q": "api / incremental: the listing's search (/api/v1/crates?q=)",
+        "limit": "api / incremental: at most this many crates from the listing (default 0: all)",
+        "dependencies": "api / incremental: also each version's dependencies (default false)",
+    }
     in_crawl_all = False  # a 1.7 GiB download has no place in "all sources for a domain"
     #: One answer: the whole dump (1.7 GiB compressed in September 2026, growing).
     default_download_maxsize = 8 << 30
