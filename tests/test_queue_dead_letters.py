@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from tests.helpers import processes
-from tests.helpers.workers import TRAWL
+from tests.helpers.workers import COMMON, TRAWL, WorkerProcess
 from tests.servers.redis_server import RedisServer
 from trawl.distributed.queue import DEAD, PENDING, WorkQueue
 from trawl.distributed.tasks import Task
@@ -86,3 +86,24 @@ def test_an_unknown_queue_subcommand_is_one_line(tmp_path: Path, redis_server: R
     assert result.stderr.splitlines() == [
         "trawl: error: unknown subcommand 'retyr' (trawl queue [retry|purge] [--json])"
     ]
+
+
+def test_a_dead_letter_names_the_sources_own_error_line(tmp_path: Path, redis_server: RedisServer) -> None:
+    """Not only ``the crawl ended incomplete (failed)``: the line that says why, as the run logged it."""
+    settings = ["-s", f"TRAWL_REDIS_URL={redis_server.url}"]
+    unreachable = ["-s", "OTX_BASE_URL=http://127.0.0.1:9", "-s", "RETRY_TIMES=0"]
+    queued = processes.run(
+        [*TRAWL, "enqueue", "example.com", "-a", "sources=otx", *settings, *unreachable],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert queued.returncode == 0, queued.stderr
+    given = {**COMMON, "TRAWL_REDIS_URL": redis_server.url, "STORE_URI": f"sqlite:///{tmp_path / 'w.db'}"}
+    worker = WorkerProcess(tmp_path, given, "--until-empty")
+    try:
+        assert worker.finish(timeout=120) == 0, worker.tail()
+    finally:
+        worker.stop()
+    status = orjson.loads(queue(tmp_path, redis_server.url, "--json").stdout)
+    [dead] = status["dead_letters"]
+    assert dead["reason"].startswith("the crawl ended incomplete (failed): otx: "), dead
+    assert "127.0.0.1:9" in dead["reason"] and "refused" in dead["reason"], dead

@@ -209,7 +209,20 @@ def verdict(held: HeldTask) -> tuple[str, str]:
         return DEAD, f"the crawl could not write its exports ({outcome})"
     if ok:
         return DONE, outcome
-    return DEAD, f"the crawl ended incomplete ({outcome})"
+    said = first_error(held)
+    return DEAD, f"the crawl ended incomplete ({outcome})" + (f": {said}" if said else "")
+
+
+def first_error(held: HeldTask) -> str | None:
+    """The first ERROR line of the task's crawls (``otx: cannot reach ...: connection refused``)."""
+    for run in held.runs:
+        try:
+            said = run.stat(statkeys.FIRST_ERROR, None)
+        except RuntimeError:  # Scrapy 2.19: no stats when the spider could not be built
+            continue
+        if said:
+            return str(said)
+    return None
 
 
 def wrap_up(held: HeldTask) -> None:

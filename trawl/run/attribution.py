@@ -66,6 +66,8 @@ class _Attribution(logging.Handler):
         if record.levelno >= _shown_level(crawler):
             assert crawler.stats is not None
             crawler.stats.inc_value(LOG_ERRORS)
+            if crawler.stats.get_value(statkeys.FIRST_ERROR) is None:
+                crawler.stats.set_value(statkeys.FIRST_ERROR, _message(record))
 
     def owner(self, record: logging.LogRecord) -> Crawler | None:
         """The crawler a record belongs to, or ``None`` if it cannot be told."""
