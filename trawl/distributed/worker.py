@@ -64,6 +64,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger("trawl.worker")
 #: The longest one BLMOVE blocks: how soon an idle worker reaps and notices ``--until-empty``.
 MAX_TAKE_WAIT = 5.0
+#: The longest the taker waits for a task it took to start before it takes another (a preflight
+#: waiting out a store outage must not stop the worker taking join tasks for ever).
+START_WAIT = 30.0
 
 
 def new_worker_id() -> str:
@@ -132,6 +135,8 @@ class Worker:
         self.slots_free = threading.Semaphore(slots)
         self._lock = threading.Lock()
         self._in_hand = 0  # taken and not acknowledged yet (any thread)
+        #: Set once the task last taken has started (or was refused): the next is taken only then.
+        self.settled = threading.Event()
 
     # --- the process -------------------------------------------------------------------------
 
@@ -185,7 +190,18 @@ class Worker:
                 continue
             with self._lock:
                 self._in_hand += 1
+            self.settled.clear()
             reactor.callFromThread(self._start, raw)
+            self._wait_settled()
+
+    def _wait_settled(self) -> None:
+        """Take no more until the task just taken has started: one worker took all six tasks of a
+        queue in a few milliseconds while another waited; taking one at a time, as Celery and
+        Dramatiq workers prefetch, shares a burst of tasks among the workers waiting for it."""
+        deadline = time.monotonic() + START_WAIT
+        while not self.settled.wait(0.5):
+            if self.draining.is_set() or time.monotonic() > deadline:
+                return
 
     def _take(self, wait: float) -> bytes | None:
         def take() -> bytes | None:
@@ -226,11 +242,13 @@ class Worker:
         except ValueError as exc:
             reason = str(exc)
             logger.error("worker %s: dead-lettered an unreadable task: %s", self.id, reason)
+            self.settled.set()
             d = threads.deferToThread(self.outages.call, lambda: self.queue.dead_letter(self.id, raw, reason))
             d.addBoth(lambda _: self._released(None))
             return
         if task.join and any(task.join in (h.task.id, h.task.join) for h in self.held):
             logger.info("worker %s: already in spread run %s; join task done", self.id, task.join[:8])
+            self.settled.set()
             d = threads.deferToThread(self.outages.call, lambda: self.queue.done(self.id, raw))
             d.addBoth(lambda _: self._released(None))
             return
@@ -250,6 +268,7 @@ class Worker:
         d.addCallbacks(lambda _: self._launch(held), lambda failure: self._refused(held, failure))
 
     def _refused(self, held: HeldTask, failure: Failure) -> None:
+        self.settled.set()
         exc = failure.value
         if isinstance(exc, StoreOutage):  # the store's server stayed away: not the task's fault
             held.store_outage = str(exc)
@@ -258,6 +277,7 @@ class Worker:
         self._finish(held)
 
     def _launch(self, held: HeldTask) -> None:
+        self.settled.set()
         if held.stopped:
             self._finish(held)
             return
