@@ -33,7 +33,7 @@ from trawl.distributed.spreadsched import JOINER, OWNER, ROLE, RUN, WORKER
 from trawl.distributed.tasks import Task
 from trawl.exports.from_store import export_from_store
 from trawl.pipeline.manager import plugin_manager_from_settings
-from trawl.run import statkeys
+from trawl.run import attribution, statkeys
 from trawl.run.crawl_all import ALL, SourceRun, check_all, start_all, summary_table
 from trawl.run.outcome import FAILED
 from trawl.run.preflight import check_run
@@ -216,12 +216,9 @@ def verdict(held: HeldTask) -> tuple[str, str]:
 def first_error(held: HeldTask) -> str | None:
     """The first ERROR line of the task's crawls (``otx: cannot reach ...: connection refused``)."""
     for run in held.runs:
-        try:
-            said = run.stat(statkeys.FIRST_ERROR, None)
-        except RuntimeError:  # Scrapy 2.19: no stats when the spider could not be built
-            continue
+        said = attribution.first_error(run.crawler)
         if said:
-            return str(said)
+            return said
     return None
 
 

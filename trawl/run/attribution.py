@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from typing import TYPE_CHECKING
 
 from scrapy import signals
@@ -47,6 +48,8 @@ class _Attribution(logging.Handler):
         self.crawlers: list[Crawler] = []
         self.registered = 0
         self.unattributed: list[str] = []
+        #: crawler -> its first ERROR line (kept out of the stats, which the log dumps: a second line).
+        self.first: weakref.WeakKeyDictionary[Crawler, str] = weakref.WeakKeyDictionary()
         self._guard = threading.Lock()
 
     def register(self, crawler: Crawler) -> None:
@@ -66,8 +69,8 @@ class _Attribution(logging.Handler):
         if record.levelno >= _shown_level(crawler):
             assert crawler.stats is not None
             crawler.stats.inc_value(LOG_ERRORS)
-            if crawler.stats.get_value(statkeys.FIRST_ERROR) is None:
-                crawler.stats.set_value(statkeys.FIRST_ERROR, _message(record))
+            with self._guard:
+                self.first.setdefault(crawler, _message(record))
 
     def owner(self, record: logging.LogRecord) -> Crawler | None:
         """The crawler a record belongs to, or ``None`` if it cannot be told."""
@@ -99,6 +102,12 @@ def _shown_level(crawler: Crawler) -> int:
 
 
 _HANDLER = _Attribution()
+
+
+def first_error(crawler: Crawler) -> str | None:
+    """The first ERROR line ``crawler`` logged (its first line, short), if any: what a dead letter names."""
+    with _HANDLER._guard:
+        return _HANDLER.first.get(crawler)
 
 
 def unattributed_errors() -> list[str]:

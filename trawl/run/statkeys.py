@@ -32,7 +32,6 @@ ABANDONED = "trawl/abandoned"  #: requests given up unsent because the crawl was
 SKIPPED = "trawl/skipped"  #: why the source did not run (no key...)
 ELAPSED_SECONDS = "trawl/elapsed_seconds"  #: the one duration of a source's run
 LOG_ERRORS = "trawl/log_errors"  #: ERROR lines this crawler logged (trawl.run.attribution)
-FIRST_ERROR = "trawl/first_error"  #: the first of them (its first line): what a dead letter's reason names
 ESTIMATE_REQUESTS = "trawl/estimate/requests"  #: check_only: requests a full run would send
 ESTIMATE_AT_LEAST = "trawl/estimate/at_least"
 ESTIMATE_UNKNOWN = "trawl/estimate/unknown"
