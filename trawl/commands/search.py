@@ -19,26 +19,24 @@ import sys
 from collections.abc import Iterable
 from typing import TextIO
 
-from scrapy.commands import ScrapyCommand
 from scrapy.exceptions import UsageError
 
 from trawl.commands._output import FORMATS, default_format, write_csv, write_jsonl, write_table
-from trawl.errors import EXIT_FAILED, EXIT_USAGE, StoreError, TrawlError, TrawlUsageError
+from trawl.errors import TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.readcommand import StoreReadingCommand, store_uri
 from trawl.records.batches import UrlRecord
 from trawl.search import FACETS, parse
 from trawl.stores.registry import open_searcher
 
 #: Values ``--facet`` lists unless ``--size`` says otherwise: a screenful.
 FACET_SIZE = 20
+#: The widest ``EXAMPLE`` cell of the ``--collapse`` table: the pattern gets the rest of the terminal.
+EXAMPLE_WIDTH = 60
 CSV_FIELDS = ("url", "host", "sources", "first_seen", "last_seen", "captures", "statuses", "mimes")
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False  # reads a store: no spider loader, no crawler
-    default_settings = {"LOG_ENABLED": False}
-
+class Command(StoreReadingCommand):
     def syntax(self) -> str:
         return "[options] QUERY"
 
@@ -69,32 +67,36 @@ class Command(ScrapyCommand):
         parser.add_argument(
             "--size", type=int, default=None, help=f"values --facet lists (default: {FACET_SIZE})"
         )
-        parser.add_argument("--limit", type=int, default=None, help="at most this many URLs")
+        parser.add_argument(
+            "--collapse",
+            metavar="params|ids|all",
+            help="print each pattern once, with its count and an example URL; patterns join the URLs"
+            " that differ only in query values (params), in numeric ids, UUIDs, hashes or dates in"
+            " the path (ids), or both (all)",
+        )
+        parser.add_argument(
+            "--limit", type=int, default=None, help="at most this many URLs (with --collapse: patterns)"
+        )
         parser.add_argument("--store", metavar="URI", help="store to search (default: the STORE_URI setting)")
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
-        assert self.settings is not None
-        if not args:
+        if not args:  # Scrapy's usage error: the usage, then the line
             raise UsageError("give a query, e.g. trawl search 'host:api.example.com AND ext:js' ('*': all)")
-        text = " ".join(args)
-        try:
-            node = parse(text)
-            if opts.facet and opts.facet.lower() not in FACETS:
-                raise TrawlUsageError(f"--facet takes one of {', '.join(FACETS)}, not {opts.facet!r}")
-            if opts.size is not None and not opts.facet:
-                raise TrawlUsageError("--size applies to --facet (the number of values it lists)")
-            if opts.limit is not None and opts.limit < 0:
-                raise TrawlUsageError("--limit takes a number >= 0")
-            uri = str(opts.store or self.settings.get("STORE_URI") or "").strip()
-            if not uri:
-                raise TrawlUsageError("no store to search: set STORE_URI (or --store URI)")
-            searcher = open_searcher(uri, self.settings, plugin_manager_from_settings(self.settings))
-        except TrawlUsageError as exc:
-            self._fail(str(exc), EXIT_USAGE)
-            return
-        except TrawlError as exc:
-            self._fail(str(exc), EXIT_FAILED)
-            return
+        super().run(args, opts)
+
+    def answer(self, args: list[str], opts: argparse.Namespace) -> None:
+        assert self.settings is not None
+        node = parse(" ".join(args))
+        if opts.facet and opts.facet.lower() not in FACETS:
+            raise TrawlUsageError(f"--facet takes one of {', '.join(FACETS)}, not {opts.facet!r}")
+        if opts.size is not None and not opts.facet:
+            raise TrawlUsageError("--size applies to --facet (the number of values it lists)")
+        if opts.limit is not None and opts.limit < 0:
+            raise TrawlUsageError("--limit takes a number >= 0")
+        if opts.collapse is not None:
+            _check_collapse(opts)
+        uri = store_uri(self.settings, opts.store, "search")
+        searcher = open_searcher(uri, self.settings, plugin_manager_from_settings(self.settings))
         out = sys.stdout
         try:
             with searcher:
@@ -103,18 +105,23 @@ class Command(ScrapyCommand):
                 elif opts.facet:
                     size = max(1, FACET_SIZE if opts.size is None else opts.size)
                     self._facet(out, searcher.facet(node, opts.facet.lower(), size), opts)
+                elif opts.collapse:
+                    write_patterns(
+                        out,
+                        searcher.records(node),
+                        opts.collapse,
+                        opts.limit,
+                        default_format(out, opts.format),
+                    )
                 else:
                     fmt = default_format(out, opts.format)
                     write_records(out, searcher.records(node, opts.limit), fmt)
-            out.flush()
-        except BrokenPipeError:  # `| head`: the reader has what it wanted
-            sys.stdout = None  # type: ignore[assignment]  # no second error at exit
-        except StoreError as exc:
-            self._fail(str(exc), EXIT_FAILED)
-        except TrawlUsageError as exc:
-            self._fail(str(exc), EXIT_USAGE)
+        except (TrawlError, BrokenPipeError):
+            raise
         except Exception as exc:  # noqa: BLE001 - a store that failed mid-search: one line
-            self._fail(f"the search failed: {type(exc).__name__}: {exc}".splitlines()[0][:300], EXIT_FAILED)
+            raise TrawlError(
+                f"the search failed: {type(exc).__name__}: {exc}".splitlines()[0][:300]
+            ) from None
 
     def _facet(self, out: TextIO, rows: list[tuple[str, int]], opts: argparse.Namespace) -> None:
         fmt = default_format(out, opts.format)
@@ -128,9 +135,46 @@ class Command(ScrapyCommand):
                 out.write(f"{opts.facet.lower():<{width}}  count\n{'-' * width}  -----\n")
             out.writelines(f"{v:<{width}}  {n}\n" for v, n in rows)
 
-    def _fail(self, message: str, status: int) -> None:
-        sys.stderr.write(f"trawl: error: {message}\n")
-        self.exitcode = status
+
+def _check_collapse(opts: argparse.Namespace) -> None:
+    from trawl.search.collapse import MODES
+
+    if opts.collapse not in MODES:
+        raise TrawlUsageError(f"--collapse takes one of {', '.join(MODES)}, not {opts.collapse!r}")
+    if opts.count or opts.facet:
+        raise TrawlUsageError("--collapse lists patterns: it does not go with --count or --facet")
+
+
+def write_patterns(out: TextIO, records: Iterable[UrlRecord], mode: str, limit: int | None, fmt: str) -> int:
+    """The patterns of ``records`` (:func:`trawl.search.collapse.collapse`) in ``fmt``, ``limit`` first.
+
+    Every format has the same columns in the same order, count first as ``uniq -c``
+    has it: txt is ``count  pattern  example`` a line, counts aligned.
+    """
+    from trawl.search.collapse import collapse, url_column
+
+    urls = url_column(record.url for record in records)
+    patterns = collapse(urls, mode).select("count", "pattern", "example")  # type: ignore[arg-type]
+    if limit is not None:
+        patterns = patterns.head(limit)
+    if fmt == "jsonl":
+        return write_jsonl(out, patterns.iter_rows(named=True))
+    if fmt == "csv":
+        return write_csv(out, patterns.columns, patterns.iter_rows())
+    rows = [(str(count), pattern, example) for count, pattern, example in patterns.iter_rows()]
+    if fmt == "table":
+        return write_table(
+            out,
+            ("COUNT", "PATTERN", "EXAMPLE"),
+            rows,
+            flexible=1,
+            caps={2: EXAMPLE_WIDTH},
+            noun=("pattern", "patterns"),
+            empty="no matching URLs",
+        )
+    width = max((len(count) for count, _, _ in rows), default=0)
+    out.writelines(f"{count:>{width}}  {pattern}  {example}\n" for count, pattern, example in rows)
+    return len(rows)
 
 
 def write_records(out: TextIO, records: Iterable[UrlRecord], fmt: str) -> int:
