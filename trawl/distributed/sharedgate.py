@@ -53,7 +53,7 @@ from twisted.internet import defer, task
 
 from trawl.distributed.gatestate import BUSY, FULL, PAUSED, REDIS_ERRORS, GateState, gate_state
 from trawl.politeness.aimd import DEFAULT_WINDOW, RECOVERY_WINDOWS
-from trawl.politeness.gate import SourceLimiter, sleep
+from trawl.politeness.gate import ON_ANSWER, SourceLimiter, sleep
 
 logger = logging.getLogger("trawl.distributed.gate")
 
@@ -198,7 +198,8 @@ class SharedLimiter(SourceLimiter):
                 now = self.clock()
                 at = self.ready_at(waiter.not_before)  # type: ignore[attr-defined]
                 if at > now:
-                    self._schedule(at - now)
+                    if at != ON_ANSWER:  # else the next release wakes it
+                        self._schedule(at - now)
                     return
                 verdict = await self._ask()
                 if verdict is None:
@@ -218,8 +219,6 @@ class SharedLimiter(SourceLimiter):
                 self._waiters.popleft()
                 self._in_flight += 1
                 self._last_send = now
-                if self.requests is not None:
-                    self._sent.append(now)
                 self._tokens.append(verdict.token)
                 self._keep_leases()
                 waiter.callback(now)

@@ -5,8 +5,16 @@ is handed to the downloader, and :meth:`release` when its answer (or failure)
 comes back. Four things decide when it may go:
 
 * the budget, ``N`` requests in any window of ``T`` seconds (``RATE_LIMITS``),
-  kept as a sliding log of send times, with a small margin so that network
-  jitter cannot make the server count ``N + 1`` in one window;
+  as the upstream counts them: a request takes its place in the window when
+  it goes and keeps it until ``T`` after its *answer* (or failure) came back.
+  An answer never comes before its request arrived, so any ``N + 1`` arrivals
+  span at least ``T`` however late a request reaches the server after it was
+  let go. A log of send times with a 0.15 s margin did not: on a loaded
+  2-core machine a request on a new connection arrived 0.3 s after its send
+  and the next ones at once, and a server allowing 15 per 3 s counted 16 and
+  banned the crawl again (tests/test_ia_limits.py, 2 runs in 6 with both
+  cores busy). The price is the answer time: a source answering in ``L``
+  seconds gets at most ``N`` per ``T + L`` while the budget binds;
 * the source's concurrency (``SOURCE_CONCURRENCY``);
 * the throttle interval AutoThrottle sets from latencies and 429/503 answers;
 * a pause: a ``Retry-After`` (or the like), a 429 without one or a ban
@@ -37,6 +45,8 @@ from trawl.politeness.rates import parse_rate
 Clock = Callable[[], float]
 #: Seconds added to every budget window, at least (see ``from_spec``).
 MIN_MARGIN = 0.15
+#: ``ready_at`` while the window is full of requests still out: the next answer decides.
+ON_ANSWER = float("inf")
 
 
 @dataclass
@@ -56,7 +66,9 @@ class SourceLimiter:
     #: Seconds the source was paused in all, and how many pauses.
     paused_total: float = 0.0
     pauses: int = 0
-    _sent: deque[float] = field(default_factory=deque)
+    #: When each answer of the last window came back (the window's entries of requests still
+    #: out are ``_in_flight``).
+    _answers: deque[float] = field(default_factory=deque)
     _in_flight: int = 0
     _last_send: float = 0.0
     _waiters: deque[defer.Deferred] = field(default_factory=deque)
@@ -72,9 +84,8 @@ class SourceLimiter:
     def from_spec(cls, source: str, rate: str | None, concurrency: int) -> SourceLimiter:
         if rate:
             count, period = parse_rate(rate)
-            # The margin absorbs the jitter between a send and its arrival: on a loaded
-            # 2-core machine the gate's release and the server's clock were measured 50-150 ms
-            # apart, and a 50 ms margin let a 5/1s budget arrive as 6 within a second.
+            # The margin covers the upstream's own clock and rounding (a window "of a minute"
+            # counted in whole seconds): counting from answers already covers the send delay.
             margin = max(MIN_MARGIN, period * 0.01)
             return cls(source, count, period, max(concurrency, 1), margin=margin)
         return cls(source, None, 0.0, max(concurrency, 1))
@@ -113,6 +124,8 @@ class SourceLimiter:
     def release(self) -> None:
         if self._in_flight > 0:
             self._in_flight -= 1
+            if self.requests is not None:
+                self._answers.append(self.clock())
         self._wake()
 
     # --- waiting ---------------------------------------------------------------------------
@@ -128,19 +141,24 @@ class SourceLimiter:
         return waiter
 
     def ready_at(self, not_before: float = 0.0) -> float:
-        """The earliest time the next request may go (ignoring concurrency)."""
+        """The earliest time the next request may go (ignoring concurrency); ``ON_ANSWER``
+        while the budget waits for an answer to come back."""
         return max(self.paused_until, not_before, self._last_send + self.interval, self._budget_at())
 
     def _budget_at(self) -> float:
-        """When the budget lets one more request go (0: now)."""
+        """When the budget lets one more request go (0: now; ``ON_ANSWER``: once one is back)."""
         if self.requests is None:
             return 0.0
         now = self.clock()
-        while self._sent and self._sent[0] <= now - self.period - self.margin:
-            self._sent.popleft()
-        if len(self._sent) < self.requests:
+        while self._answers and self._answers[0] <= now - self.period - self.margin:
+            self._answers.popleft()
+        taken = len(self._answers) + self._in_flight
+        if taken < self.requests:
             return 0.0
-        return self._sent[len(self._sent) - self.requests] + self.period + self.margin
+        oldest_to_age = taken - self.requests  # that many entries must leave, oldest first
+        if oldest_to_age >= len(self._answers):
+            return ON_ANSWER
+        return self._answers[oldest_to_age] + self.period + self.margin
 
     def _wake(self) -> None:
         """Let go every waiter that may go now; set one timer for the next."""
@@ -149,13 +167,12 @@ class SourceLimiter:
             now = self.clock()
             at = self.ready_at(waiter.not_before)  # type: ignore[attr-defined]
             if at > now:
-                self._schedule(at - now)
+                if at != ON_ANSWER:  # else the next release wakes it
+                    self._schedule(at - now)
                 return
             self._waiters.popleft()
             self._in_flight += 1
             self._last_send = now
-            if self.requests is not None:
-                self._sent.append(now)
             waiter.callback(now)
 
     def _schedule(self, delay: float) -> None:
@@ -182,7 +199,7 @@ class SourceLimiter:
         if self.paused_until > now:
             return None
         budget_at = self._budget_at()
-        return budget_at if budget_at > now else None
+        return budget_at if now < budget_at != ON_ANSWER else None
 
     def waited(self) -> float:
         """Seconds the source has sat paused so far (the rest of a running pause not counted)."""
