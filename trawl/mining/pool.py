@@ -11,7 +11,9 @@ without assuming the asyncio reactor.
 
 Workers are started with ``forkserver``: forking the crawl process itself
 would copy its threads' locks (the SQLite writer, Twisted's thread pool) in
-whatever state they were.
+whatever state they were. Each worker exits when the crawl process does, even
+on ``kill -9`` (:func:`trawl.mining.work.worker_start`); the forkserver and the
+resource tracker follow their last worker.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 from twisted.internet.defer import Deferred
 
-from trawl.mining.work import Job, Result, ignore_interrupts, mine_files
+from trawl.mining.work import Job, Result, mine_files, worker_start
 
 #: A batch this small, with no more waiting, is mined in the crawl process (a thread) instead of
 #: starting the pool. The pool's cold start (forkserver, imports, tree-sitter) took 2-4.5 s on two
@@ -48,7 +50,10 @@ class MiningPool:
         self.processes = processes or default_processes()
         context = multiprocessing.get_context("forkserver" if os.name == "posix" else "spawn")
         self.executor = ProcessPoolExecutor(
-            max_workers=self.processes, mp_context=context, initializer=ignore_interrupts
+            max_workers=self.processes,
+            mp_context=context,
+            initializer=worker_start,
+            initargs=(os.getpid(),),
         )
         self.in_flight = 0
 
