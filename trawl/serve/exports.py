@@ -1,0 +1,82 @@
+"""The search page's downloads: the matching URLs as ``trawl search --format txt|csv|jsonl`` writes them.
+
+The same writer as the command (:func:`trawl.commands.search.write_records`),
+so a download and ``trawl search QUERY --format csv`` are the same bytes. It
+runs in a thread on a connection of its own, feeding the response through a
+bounded queue of 64 KB chunks: a download of millions of URLs streams in
+constant memory and never holds one of datasette's connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from trawl.commands.search import write_records
+from trawl.serve.finder import Where, all_records
+
+#: Download formats: the name in the link -> ``--format``, the content type, the file suffix.
+FORMATS = {
+    "txt": ("txt", "text/plain; charset=utf-8", "txt"),
+    "csv": ("csv", "text/csv; charset=utf-8", "csv"),
+    "json": ("jsonl", "application/x-ndjson", "jsonl"),
+}
+CHUNK = 64 * 1024
+_END = object()
+
+
+class _Chunks:
+    """A text file whose writes go to a queue in chunks of :data:`CHUNK` characters."""
+
+    def __init__(self, out: queue.Queue) -> None:
+        self.out, self.parts, self.size = out, [], 0
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        self.size += len(text)
+        if self.size >= CHUNK:
+            self.flush()
+        return len(text)
+
+    def flush(self) -> None:
+        if self.parts:
+            self.out.put("".join(self.parts))
+            self.parts, self.size = [], 0
+
+
+def produce(connect: Callable[[], sqlite3.Connection], where: Where, fmt: str, out: queue.Queue) -> None:
+    """Write every matching URL in ``fmt`` into ``out``, then the end marker (an error: its text)."""
+    try:
+        con = connect()
+        try:
+            chunks = _Chunks(out)
+            write_records(chunks, all_records(con, where), fmt)  # type: ignore[arg-type]
+            chunks.flush()
+        finally:
+            con.close()
+    except Exception as exc:  # noqa: BLE001 - the response has started: end it, say why in the log
+        out.put(exc)
+    out.put(_END)
+
+
+async def stream(connect: Callable[[], sqlite3.Connection], where: Where, fmt: str, writer) -> None:
+    """Send the export through datasette's response ``writer`` as the thread produces it."""
+    chunks: queue.Queue = queue.Queue(maxsize=16)
+    thread = threading.Thread(target=produce, args=(connect, where, fmt, chunks), daemon=True)
+    thread.start()
+    loop = asyncio.get_running_loop()
+    while True:
+        item = await loop.run_in_executor(None, chunks.get)
+        if item is _END:
+            break
+        if isinstance(item, Exception):
+            raise item
+        await writer.write(item)
+
+
+def filename(store: Path, suffix: str) -> str:
+    return f"{store.stem}-search.{suffix}"

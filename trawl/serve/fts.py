@@ -1,0 +1,97 @@
+"""The full-text index of the URLs (SQLite FTS5), in a side file next to the store.
+
+In a side file, not in the store: the store stays as the crawls wrote it (served
+read-only, its write speed untouched: FTS5 triggers on ``urls`` would cost each
+crawl batch its tokenizing), and deleting the side file loses nothing. It is
+brought up to date at each ``trawl serve`` start: the URLs the store added since
+(``added_at`` after the last one indexed) are tokenized, so a restart costs one
+scan of ``urls`` (about 1 s on 5,000,000 URLs), the first build the whole
+tokenizing (``bench/bench_serve.py`` measures it). URLs a crawl adds while the
+server runs are found by the query box at once, by the words box after a restart.
+
+The tokenizer is FTS5's ``unicode61``: a URL's words are its runs of letters and
+digits, so ``admin`` finds ``/admin/login.php`` and ``login php`` finds it too.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+#: The side file's schema: the index and what it has read of the store.
+SCHEMA = """
+CREATE VIRTUAL TABLE IF NOT EXISTS urls_fts USING fts5(url, tokenize = 'unicode61');
+CREATE TABLE IF NOT EXISTS indexed (store_id TEXT, added_at REAL NOT NULL);
+"""
+#: The schema name the side file is attached under in every served connection.
+ATTACHED = "fts"
+
+
+def side_file(store: Path) -> Path:
+    return store.with_name(store.name + "-fts.db")
+
+
+@dataclass
+class FtsUpdate:
+    file: Path | None
+    added: int
+    seconds: float
+    problem: str = ""
+
+
+def _store_id(con: sqlite3.Connection) -> str:
+    """The first run's id: a store replaced by another at the same path gets a fresh index."""
+    row = con.execute("SELECT run_id FROM store.runs ORDER BY run LIMIT 1").fetchone()
+    return row[0] if row else ""
+
+
+def update(store: Path) -> FtsUpdate:
+    """Index the URLs added since the last update (all of them the first time)."""
+    file = side_file(store)
+    started = time.perf_counter()
+    try:
+        con = sqlite3.connect(file, timeout=5)
+    except sqlite3.Error as exc:
+        return FtsUpdate(None, 0, 0.0, f"cannot write {str(file)!r}: {exc}")
+    try:
+        con.executescript(SCHEMA)
+        con.execute("ATTACH ? AS store", (f"file:{store}?mode=ro",))
+        store_id = _store_id(con)
+        row = con.execute("SELECT store_id, added_at FROM indexed").fetchone()
+        if row is not None and row[0] != store_id:
+            con.execute("DELETE FROM urls_fts")
+            row = None
+        since = row[1] if row else -1.0
+        newest = con.execute("SELECT max(added_at) FROM store.urls").fetchone()[0]
+        added = 0
+        if newest is not None and newest > since:
+            with con:
+                added = con.execute(
+                    "INSERT INTO urls_fts (url) SELECT url FROM store.urls"
+                    " WHERE added_at > ? AND added_at <= ?",
+                    (since, newest),
+                ).rowcount
+                con.execute("DELETE FROM indexed")
+                con.execute("INSERT INTO indexed VALUES (?, ?)", (store_id, newest))
+        return FtsUpdate(file, added, time.perf_counter() - started)
+    except sqlite3.Error as exc:
+        return FtsUpdate(None, 0, 0.0, f"cannot index {str(file)!r}: {exc}")
+    finally:
+        con.close()
+
+
+def attach(con: sqlite3.Connection, file: Path | None) -> None:
+    """Attach the side file read-only to a served connection (none: the words box is off)."""
+    if file is not None:
+        con.execute(f"ATTACH ? AS {ATTACHED}", (f"file:{file}?mode=ro",))
+
+
+def match_expression(words: str) -> str:
+    """The words box as an FTS5 query: each word a quoted token, all of them required.
+
+    Quoted, because FTS5's own syntax (``AND``, ``*``, ``:``, ``-``) turns a URL
+    fragment typed as it is into a syntax error.
+    """
+    return " ".join('"' + word.replace('"', '""') + '"' for word in words.split())

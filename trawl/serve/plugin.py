@@ -1,0 +1,162 @@
+"""trawl's datasette plugin: the served connections' set-up and the pages trawl adds.
+
+Registered in-process (``pm.register`` in :mod:`.app`): no package to install,
+and datasette started by anything else never loads it. Its settings come from
+the metadata's ``plugins.trawl`` block (:func:`config`), which :mod:`.app` writes.
+
+* every connection to the store gets the SQL functions of trawl's query translation
+  (``trawl_url()``...), an empty probe table where the store has none, and the
+  full-text side file attached read-only;
+* ``/trawl/search``: the query box, the words box, facets, a page of URLs, the downloads;
+* ``/trawl/charts``: the charts of the same query;
+* ``/trawl/export.txt|csv|json``: the downloads, streamed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from datasette import hookimpl
+from datasette.utils.asgi import AsgiStream, Response
+
+from trawl.search import QueryError
+from trawl.serve import charts, exports, finder
+from trawl.serve.fts import attach
+from trawl.stores.sqlite.query import ensure_probe_table, register_sql_functions
+
+NAME = "trawl"
+
+
+def config(datasette: Any) -> dict[str, Any]:
+    return datasette.plugin_config(NAME) or {}
+
+
+def prepare(con: sqlite3.Connection, fts: str | None) -> None:
+    """What trawl's SQL needs on a connection to the store."""
+    register_sql_functions(con)
+    ensure_probe_table(con)
+    attach(con, Path(fts) if fts else None)
+
+
+@hookimpl
+def prepare_connection(conn: sqlite3.Connection, database: str, datasette: Any) -> None:
+    settings = config(datasette)
+    if database == settings.get("database"):
+        prepare(conn, settings.get("fts"))
+
+
+@hookimpl
+def menu_links(datasette: Any) -> list[dict[str, str]]:
+    return [
+        {"href": datasette.urls.path("/trawl/search"), "label": "Search URLs"},
+        {"href": datasette.urls.path("/trawl/charts"), "label": "Charts"},
+    ]
+
+
+@hookimpl
+def register_routes() -> list[tuple[str, Any]]:
+    return [
+        (r"^/trawl/search$", search_page),
+        (r"^/trawl/charts$", charts_page),
+        (r"^/trawl/export\.(?P<format>txt|csv|json)$", export),
+    ]
+
+
+def _form(request: Any) -> tuple[str, str]:
+    return request.args.get("q", "").strip(), request.args.get("words", "").strip()
+
+
+def _link(path: str, **args: str) -> str:
+    given = {k: v for k, v in args.items() if v}
+    return path + ("?" + urlencode(given) if given else "")
+
+
+def _with(query: str, clause: str) -> str:
+    return clause if query in ("", "*") else f"{query} {clause}"
+
+
+async def _render(datasette: Any, request: Any, template: str, context: dict, status: int = 200) -> Response:
+    settings = config(datasette)
+    q, words = _form(request)
+    context = {
+        "q": q,
+        "words": words,
+        "fts": bool(settings.get("fts")),
+        "database": settings.get("database"),
+        "exports": {name: _link(f"/trawl/export.{name}", q=q, words=words) for name in exports.FORMATS},
+        "charts_link": _link("/trawl/charts", q=q, words=words),
+        "search_link": _link("/trawl/search", q=q, words=words),
+        **context,
+    }
+    html = await datasette.render_template(template, context, request=request)
+    return Response.html(html, status=status)
+
+
+async def search_page(request: Any, datasette: Any) -> Response:
+    settings = config(datasette)
+    q, words = _form(request)
+    after = request.args.get("after", "")
+    try:
+        where = finder.where_of(q, words, fts=bool(settings.get("fts")))
+    except QueryError as exc:
+        return await _render(datasette, request, "trawl_search.html", {"error": str(exc)}, 400)
+    db = datasette.get_database(settings["database"])
+
+    def work(con: sqlite3.Connection) -> tuple:
+        return finder.count(con, where), finder.page(con, where, after), finder.facets(con, where)
+
+    total, rows, facets = await db.execute_fn(work)
+    facet_links = [
+        (
+            facet,
+            [(value, n, _link("/trawl/search", q=_with(q, facet.clause(value)), words=words))
+             for value, n in facet.values],
+        )
+        for facet in facets
+    ]  # fmt: skip
+    more = (
+        _link("/trawl/search", q=q, words=words, after=rows[-1].url) if len(rows) == finder.PAGE_SIZE else ""
+    )
+    return await _render(
+        datasette,
+        request,
+        "trawl_search.html",
+        {"total": total, "rows": rows, "facets": facet_links, "more": more, "day": finder.day},
+    )
+
+
+async def charts_page(request: Any, datasette: Any) -> Response:
+    settings = config(datasette)
+    q, words = _form(request)
+    try:
+        where = finder.where_of(q, words, fts=bool(settings.get("fts")))
+    except QueryError as exc:
+        return await _render(datasette, request, "trawl_charts.html", {"error": str(exc)}, 400)
+    db = datasette.get_database(settings["database"])
+    drawn = await db.execute_fn(lambda con: charts.charts(con, where))
+    return await _render(datasette, request, "trawl_charts.html", {"charts": drawn})
+
+
+async def export(request: Any, datasette: Any) -> Any:
+    settings = config(datasette)
+    q, words = _form(request)
+    fmt, content_type, suffix = exports.FORMATS[request.url_vars["format"]]
+    try:
+        where = finder.where_of(q, words, fts=bool(settings.get("fts")))
+    except QueryError as exc:
+        return Response.text(f"{exc}\n", status=400)
+    store = Path(settings["store"])
+
+    def connect() -> sqlite3.Connection:
+        con = sqlite3.connect(f"file:{store}?mode=ro", uri=True, check_same_thread=False)
+        prepare(con, settings.get("fts"))
+        return con
+
+    async def send(writer: Any) -> None:
+        await exports.stream(connect, where, fmt, writer)
+
+    disposition = f'attachment; filename="{exports.filename(store, suffix)}"'
+    return AsgiStream(send, headers={"content-disposition": disposition}, content_type=content_type)
