@@ -26,6 +26,7 @@ TOGETHER = [
     ("ids", [f"{U}/page/1/", f"{U}/page/2/"], f"{U}/page/{{int}}/"),
     ("ids", [f"{U}/a/1/2/3", f"{U}/a/4/5/6"], f"{U}/a/{{int}}/{{int}}/{{int}}"),
     ("ids", [f"{U}/items/2019", f"{U}/items/7"], f"{U}/items/{{int}}"),
+    ("ids", [f"{U}/a//1", f"{U}/a//22"], f"{U}/a//{{int}}"),  # an empty segment stays
     # ids: UUIDs, hyphenated, braced or not, any case
     (
         "ids",

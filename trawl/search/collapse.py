@@ -46,16 +46,17 @@ URL_CHUNK = 100_000
 #: The placeholder of a query value in a pattern.
 VALUE = "{}"
 
-# scheme://authority, path, query; the fragment is left out.
-_URL_PARTS = r"^((?:[A-Za-z][A-Za-z0-9+.\-]*:)?//[^/?#]*)?([^?#]*)(?:\?([^#]*))?"
+# scheme://authority of a URL without its query and fragment.
+_ORIGIN = r"^((?:[A-Za-z][A-Za-z0-9+.\-]*:)?//[^/]*)"
 _HTTP_PORT = r"^(?i)(http://[^/]*):80$"
 _HTTPS_PORT = r"^(?i)(https://[^/]*):443$"
 _SEGMENT_END = r"(/|$)"
 _HEX = "[0-9A-Fa-f]"
 #: (regex of one ``/segment`` and the ``/`` or end after it, its placeholder), in the order they apply:
-#: dates before ints (``/2023/05``), ints before hashes (sixteen digits are an int).
+#: dates before ints (``/2023/05``), ints before hashes (sixteen digits are an int). They run on
+#: paths whose ``/`` are doubled (:func:`_path_ids`): a folder run is ``/2023//05``.
 _ID_RULES: tuple[tuple[str, str], ...] = (
-    (r"/(?:19|20)[0-9]{2}/(?:0?[1-9]|1[0-2])(?:/(?:0?[1-9]|[12][0-9]|3[01]))?" + _SEGMENT_END, "{date}"),
+    (r"/(?:19|20)[0-9]{2}//(?:0?[1-9]|1[0-2])(?://(?:0?[1-9]|[12][0-9]|3[01]))?" + _SEGMENT_END, "{date}"),
     (r"/(?:19|20)[0-9]{2}-(?:0[1-9]|1[0-2])(?:-(?:0[1-9]|[12][0-9]|3[01]))?" + _SEGMENT_END, "{date}"),
     (rf"/[({{]?{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}[)}}]?" + _SEGMENT_END, "{uuid}"),
     (r"/[0-9]+" + _SEGMENT_END, "{int}"),
@@ -71,18 +72,24 @@ def collapse(urls: pl.Series, mode: Mode) -> pl.DataFrame:
     """
     if mode not in MODES:
         raise ValueError(f"mode takes one of {', '.join(MODES)}, not {mode!r}")
-    frame = pl.DataFrame({"url": urls.cast(pl.String)}).drop_nulls()
-    parts = pl.col("url").str.extract_groups(_URL_PARTS)
-    origin = parts.struct.field("1").fill_null("")
-    path = parts.struct.field("2").fill_null("")
-    query = parts.struct.field("3")
-    origin = origin.str.replace(_HTTP_PORT, "${1}").str.replace(_HTTPS_PORT, "${1}")
-    if mode in ("ids", "all"):
-        path = _path_ids(path)
-    tail = _query_names(query) if mode in ("params", "all") else _query_verbatim(query)
+    # Literal splits and one short regex: 0.14 CPU s for 300,000 URLs, a regex with three groups 0.26.
+    bare = pl.col("url").str.splitn("#", 2).struct.field("field_0").str.splitn("?", 2)
+    frame = (
+        pl.DataFrame({"url": urls.cast(pl.String)})
+        .drop_nulls()
+        .lazy()
+        .with_columns(base=bare.struct.field("field_0"), query=bare.struct.field("field_1"))
+        .with_columns(origin=pl.col("base").str.extract(_ORIGIN, 1).fill_null(""))
+        .with_columns(path=pl.col("base").str.slice(pl.col("origin").str.len_chars()))
+    )
+    origin = pl.col("origin").str.replace(_HTTP_PORT, "${1}").str.replace(_HTTPS_PORT, "${1}")
+    path = _path_ids(pl.col("path")) if mode in ("ids", "all") else pl.col("path")
+    if mode == "ids":
+        frame = frame.with_columns(tail=(pl.lit("?") + pl.col("query")).fill_null(""))
+    else:
+        frame = _with_query_names(frame)
     return (
-        frame.lazy()
-        .select(pl.col("url"), pl.concat_str(origin, path, tail).alias("pattern"))
+        frame.select(pl.col("url"), pl.concat_str(origin, path, pl.col("tail")).alias("pattern"))
         .group_by("pattern")
         .agg(pl.len().cast(pl.Int64).alias("count"), pl.col("url").min().alias("example"))
         .sort(["count", "pattern"], descending=[True, False])
@@ -102,28 +109,40 @@ def url_column(urls: Iterable[str]) -> pl.Series:
 def _path_ids(path: pl.Expr) -> pl.Expr:
     """Each id segment as its placeholder, a year/month[/day] run of folders as one ``{date}``.
 
-    Each rule runs twice: a match takes the ``/`` after its segment, so in ``/1/2/3``
-    the first pass rewrites 1 and 3 and the second 2. Whole-path regexes, not a list
-    of segments: 1.3 CPU s instead of 8 for 1,000,000 paths (regexes over a split list).
+    A match takes the ``/`` after its segment, which the next segment starts with:
+    with each ``/`` doubled, every segment has its own (``//1//2//3``) and one pass
+    of each rule is enough, then ``//`` is ``/`` again (placeholders have none).
+    Whole-path regexes, not a list of segments: 1.3 CPU s instead of 8 for
+    1,000,000 paths; one pass of each on doubled paths, 0.27 CPU s for 300,000
+    paths instead of 0.45 for two passes on plain ones (load 10 on 2 cores).
     """
+    path = path.str.replace_all("/", "//", literal=True)
     for regex, placeholder in _ID_RULES:
-        replacement = "/" + placeholder + "${1}"
-        path = path.str.replace_all(regex, replacement).str.replace_all(regex, replacement)
-    return path
+        path = path.str.replace_all(regex, "/" + placeholder + "${1}")
+    return path.str.replace_all("//", "/", literal=True)
 
 
-def _query_names(query: pl.Expr) -> pl.Expr:
-    """``?`` and the sorted distinct parameter names, each value ``{}``; nothing for no parameters."""
+def _with_query_names(frame: pl.LazyFrame) -> pl.LazyFrame:
+    """A ``tail`` column: ``?`` and the sorted distinct parameter names, each value ``{}``; or nothing.
+
+    A query of one parameter needs no sorting: its values are wiped in place. Only
+    queries with a ``&`` go through lists, which cost 0.55 CPU s for 300,000 URLs
+    when every URL took them, against 0.05 s for the wiping.
+    """
+    query = pl.col("query")
+    several = query.str.contains("&", literal=True).fill_null(False)
+    wiped = query.str.replace_all(r"=[^&]*", "=" + VALUE).fill_null("")
+    one = frame.filter(~several).with_columns(
+        tail=pl.when(wiped == "").then(pl.lit("")).otherwise(pl.lit("?") + wiped)
+    )
     names = (
-        query.fill_null("")
-        .str.split("&")
+        query.str.split("&")
         .list.eval(pl.element().filter(pl.element() != "").str.replace(r"(?s)=.*$", "=" + VALUE))
         .list.unique()
         .list.sort()
         .list.join("&")
     )
-    return pl.when(names == "").then(pl.lit("")).otherwise(pl.lit("?") + names)
-
-
-def _query_verbatim(query: pl.Expr) -> pl.Expr:
-    return pl.when(query.is_null()).then(pl.lit("")).otherwise(pl.lit("?") + query)
+    many = frame.filter(several).with_columns(
+        tail=pl.when(names == "").then(pl.lit("")).otherwise(pl.lit("?") + names)
+    )
+    return pl.concat([one, many])
