@@ -26,6 +26,8 @@ import gzip
 import http.client
 import json
 import os
+import resource
+import shlex
 import sqlite3
 import subprocess
 import sys
@@ -59,19 +61,23 @@ def page_query(domain: str) -> list[tuple[str, str]]:
     return spider.query(spider.endpoints[0])
 
 
-def watch_peak_rss(process: subprocess.Popen) -> float:
+def watch_peak_rss(process: subprocess.Popen, samples: list[tuple[float, float]] | None = None) -> float:
     """Peak RSS (VmHWM, MB) of the crawl process itself, read until it exits.
 
     ``getrusage(RUSAGE_CHILDREN)`` would also count the pages the child shared
-    with this (large) process between fork and exec.
+    with this (large) process between fork and exec. ``samples`` (if given)
+    gets (seconds since the start, RSS MB) every 50 ms: what grows with the run.
     """
     peak = 0.0
+    started = time.perf_counter()
     status = Path(f"/proc/{process.pid}/status")
     while process.poll() is None:
         try:
             for line in status.read_text().splitlines():
                 if line.startswith("VmHWM:"):
                     peak = max(peak, int(line.split()[1]) / 1024)
+                elif line.startswith("VmRSS:") and samples is not None:
+                    samples.append((time.perf_counter() - started, int(line.split()[1]) / 1024))
         except (OSError, ValueError):
             pass
         time.sleep(0.05)
@@ -103,6 +109,16 @@ def bare_client(base_url: str, targets: list[str], threads: int) -> dict[str, fl
     return {"seconds": time.perf_counter() - started, "urls": len(urls), "cpu": time.process_time()}
 
 
+def load() -> str:
+    """The load average (1, 5, 15 min), printed beside every figure: the machine is shared."""
+    return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_bare_client(base_url: str, targets: list[str], threads: int) -> dict[str, float]:
     """:func:`bare_client` in a process of its own, as the crawl is: this one serves the pages."""
     payload = json.dumps({"base_url": base_url, "targets": targets, "threads": threads})
@@ -123,6 +139,11 @@ def main() -> None:
     parser.add_argument("--store-dir", default=None, help="where bench.db goes (default: a new temp dir)")
     parser.add_argument("--profile", default=None, metavar="FILE", help="run the crawl under cProfile")
     parser.add_argument("--log", default=None, metavar="FILE", help="write the crawl's output there")
+    parser.add_argument(
+        "--wrap", default=None, metavar="COMMAND", help="run the crawl under COMMAND (py-spy record ... --)"
+    )
+    parser.add_argument("--output", default=None, metavar="FILE", help="also export the URLs with -o FILE")
+    parser.add_argument("--rss-curve", default=None, metavar="FILE", help="write (seconds, RSS MB) samples")
     parser.add_argument(
         "--set",
         action="append",
@@ -151,6 +172,7 @@ def main() -> None:
         (store_dir / "bench.db").unlink(missing_ok=True)
         profile = ["-m", "cProfile", "-o", str(Path(args.profile).resolve())] if args.profile else []
         command = [
+            *(shlex.split(args.wrap) if args.wrap else []),
             sys.executable,
             *profile,
             "-m",
@@ -177,16 +199,26 @@ def main() -> None:
         ]
         env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings")
         command += [arg for extra in args.set for arg in ("-s", extra)]
+        if args.output:
+            command += ["-o", str(Path(args.output).resolve())]
+        load_before = load()
+        cpu_before = children_cpu()
+        samples: list[tuple[float, float]] = []
         t0 = time.perf_counter()
         with tempfile.TemporaryFile("w+") as log:
             process = subprocess.Popen(command, cwd=workdir, env=env, stdout=log, stderr=log, text=True)
-            peak_rss_mb = watch_peak_rss(process)
+            peak_rss_mb = watch_peak_rss(process, samples)  # returns once the process is reaped
             elapsed = time.perf_counter() - t0
             log.seek(0)
             output = log.read()
+        crawl_cpu = children_cpu() - cpu_before
+        cpu_before = children_cpu()
         floor = run_bare_client(server.base_url, targets, args.concurrency)
+        floor_cpu = children_cpu() - cpu_before
     if args.log:
         Path(args.log).write_text(output)
+    if args.rss_curve:
+        Path(args.rss_curve).write_text("".join(f"{t:.2f} {mb:.1f}\n" for t, mb in samples))
     if process.returncode != 0:
         print(output[-3000:])
         raise SystemExit(f"crawl failed with exit status {process.returncode}")
@@ -207,7 +239,12 @@ def main() -> None:
         f" {pages} pages ({floor['urls']:,} distinct raw URLs); trawl = {elapsed / floor['seconds']:.2f}x"
         " the floor (target <= 2x)"
     )
+    print(
+        f"CPU (user + system): trawl {crawl_cpu:.2f} s ({crawl_cpu / elapsed:.2f} cores over its wall),"
+        f" the floor {floor_cpu:.2f} s; trawl = {crawl_cpu / floor_cpu:.2f}x the floor's CPU"
+    )
     print(f"peak RSS of the crawl process: {peak_rss_mb:,.0f} MB (target <= 400 MB; 1 GB at 10M captures)")
+    print(f"{load_before} at the start, {load()} at the end")
 
 
 if __name__ == "__main__":
