@@ -1,7 +1,8 @@
 """A local forward HTTP proxy for proxy-rotation tests.
 
 Answers absolute-form ``GET http://host/path`` requests the way an HTTP proxy
-does, by fetching the target, or misbehaves the way a banned proxy does:
+does, by fetching the target, and ``CONNECT host:port`` by tunnelling to it
+(logged as ``CONNECT host:port``), or misbehaves the way a banned proxy does:
 ``mode`` "forward", "ban" (403 page), "captcha" (a 200 challenge page),
 "reset" (closes the connection). With ``credentials`` it demands
 ``Proxy-Authorization: Basic ...`` and answers 407 without it.
@@ -10,6 +11,8 @@ does, by fetching the target, or misbehaves the way a banned proxy does:
 from __future__ import annotations
 
 import base64
+import select
+import socket
 import threading
 import time
 import urllib.request
@@ -53,6 +56,36 @@ class FakeProxy:
 
             def log_message(self, *args: object) -> None:
                 pass
+
+            def do_CONNECT(self) -> None:  # noqa: N802 - http.server's naming
+                authorized = fake._authorized(self.headers.get("Proxy-Authorization"))
+                with fake._lock:
+                    fake.requests.append(ProxiedRequest(f"CONNECT {self.path}", time.monotonic(), authorized))
+                if fake.mode != "forward" or not authorized:
+                    return self._send(407 if not authorized else 502, b"no tunnel", "text/plain")
+                host, _, port = self.path.rpartition(":")
+                try:
+                    upstream = socket.create_connection((host, int(port)), timeout=10)
+                except (OSError, ValueError):
+                    return self._send(502, b"cannot reach the target", "text/plain")
+                self.send_response(200, "Connection established")
+                self.end_headers()
+                self.close_connection = True
+                sockets = [self.connection, upstream]
+                try:
+                    while True:
+                        ready, _, _ = select.select(sockets, [], [], 10)
+                        if not ready:
+                            return
+                        for sock in ready:
+                            data = sock.recv(65536)
+                            if not data:
+                                return
+                            (upstream if sock is self.connection else self.connection).sendall(data)
+                except OSError:
+                    return
+                finally:
+                    upstream.close()
 
             def do_GET(self) -> None:
                 authorized = fake._authorized(self.headers.get("Proxy-Authorization"))

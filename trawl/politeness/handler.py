@@ -17,6 +17,10 @@ When the crawl is stopping (trawl.run.stopping), requests on the wire get
 :data:`STOP_GRACE` seconds to be answered, then are given up (``Abandoned``:
 no error; a resumed run fetches their pages): a server that accepts and never
 answers kept a stopped crawl open for the whole ``DOWNLOAD_TIMEOUT``.
+
+For the probe and the live crawl, an https request without a proxy goes over
+HTTP/2 when its origin offers it (trawl.politeness.http2); all of the above
+holds for it the same.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from scrapy.exceptions import DownloadCancelledError, DownloadTimeoutError
 from scrapy.utils.asyncio import is_asyncio_available
 
 from trawl.politeness.bounds import BodyWatch
+from trawl.politeness.http2 import Http2Route
 from trawl.politeness.inflight import in_flight
 from trawl.run import statkeys
 from trawl.run.stopping import Abandoned, stopping
@@ -51,6 +56,7 @@ class GatedHTTPDownloadHandler(HTTP11DownloadHandler):
         self._given_up = False
         crawler.signals.connect(self._stopping, signal=stopping)
         self._bodies = BodyWatch(crawler)
+        self._http2 = Http2Route.for_crawler(crawler)
 
     async def download_request(self, request: Request) -> Response:
         if self._given_up:
@@ -77,8 +83,8 @@ class GatedHTTPDownloadHandler(HTTP11DownloadHandler):
     async def _download(self, request: Request) -> Response:
         """Scrapy's download, as a task the stop can cancel (:meth:`_give_up`)."""
         if not is_asyncio_available():
-            return await super().download_request(request)
-        download = asyncio.ensure_future(super().download_request(request))
+            return await self._by_protocol(request)
+        download = asyncio.ensure_future(self._by_protocol(request))
         self._downloads.add(download)
         try:
             return await download
@@ -88,6 +94,20 @@ class GatedHTTPDownloadHandler(HTTP11DownloadHandler):
             raise Abandoned("no answer before the crawl stopped") from None
         finally:
             self._downloads.discard(download)
+
+    async def _by_protocol(self, request: Request) -> Response:
+        """Over HTTP/2 if the request may take it, else Scrapy's HTTP/1.1 download."""
+        if self._http2 is not None and self._http2.takes(request):
+            return await self._http2.download(request, self._http11)
+        return await super().download_request(request)
+
+    async def _http11(self, request: Request) -> Response:
+        return await super().download_request(request)
+
+    async def close(self) -> None:
+        if self._http2 is not None:
+            await self._http2.close()
+        await super().close()
 
     def _stopping(self, reason: str) -> None:
         from twisted.internet import reactor

@@ -44,6 +44,7 @@ from twisted.python.failure import Failure
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.bounds import INFLATE_LIMIT, ResponseTooLarge, bounded_failure
+from trawl.politeness.http2 import SETTINGS as HTTP2_SETTINGS
 from trawl.politeness.ratelimit import source_concurrency
 from trawl.records.canonical import canonicalize
 from trawl.run.stopping import Abandoned
@@ -100,7 +101,10 @@ class LiveSpider(SourceSpider):
     private_targets = True  # -a allow_private=true: 127.0.0.1:8000 and its pages (a lab)
     default_concurrency = 8
     default_download_timeout = 20
+    #: trawl.politeness.http2: its https requests go over HTTP/2 where the origin offers it.
+    http2: ClassVar[bool] = True
     settings_declared = {
+        **HTTP2_SETTINGS,
         "LIVE_MAX_BYTES": Setting(8 << 20, whole(1024, 1 << 30), "bytes of a page the live crawl reads"),
         "LIVE_HOST_CONCURRENCY": Setting(2, whole(1, 64), "live crawl requests in flight to one host"),
         "LIVE_JS_MAX_BYTES": Setting(

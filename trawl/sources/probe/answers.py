@@ -17,6 +17,7 @@ from typing import Any
 
 from scrapy.http import Response, TextResponse
 
+from trawl.politeness.http2 import protocol_name
 from trawl.sources.live.redirects import REFUSED
 from trawl.sources.probe.fingerprint import sha256_hex, simhash_hex, title_of, visible_words, words_simhash
 from trawl.sources.probe.soft404 import echo_free_simhashes
@@ -95,6 +96,7 @@ def answer_row(response: Response, soft: bool = True) -> tuple[dict[str, Any], t
         "content_type": _header(response, "Content-Type"),
         "content_length": length,
         "server": _header(response, "Server"),
+        "protocol": protocol_name(response),
         "response_ms": round(float(response.meta.get("download_latency") or 0.0) * 1000),
         "truncated": truncated,
         **certificate_fields(response),

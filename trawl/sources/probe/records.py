@@ -34,6 +34,7 @@ PROBE_SCHEMA: dict[str, Any] = {
     "content_length": pl.Int64,  # Content-Length, else the bytes of a body read whole
     "title": pl.String,
     "server": pl.String,
+    "protocol": pl.String,  # HTTP/2 | HTTP/1.1: what the final answer came by (trawl.politeness.http2)
     "response_ms": pl.Int64,  # request sent to answer received (the last hop)
     "tls_subject": pl.String,
     "tls_issuer": pl.String,

@@ -45,6 +45,7 @@ from twisted.python.failure import Failure
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.bounds import INFLATE_CUT, INFLATE_LIMIT
+from trawl.politeness.http2 import SETTINGS as HTTP2_SETTINGS
 from trawl.politeness.ratelimit import source_concurrency
 from trawl.run.stopping import Abandoned
 from trawl.settings_checks import Setting, whole
@@ -99,7 +100,10 @@ class ProbeSpider(Source):
     default_download_timeout = 20
     #: trawl.politeness.proxies: a 403 or a block page is the target's answer, not a proxy's ban.
     answers_are_targets: ClassVar[bool] = True
+    #: trawl.politeness.http2: its https requests go over HTTP/2 where the origin offers it.
+    http2: ClassVar[bool] = True
     settings_declared = {
+        **HTTP2_SETTINGS,
         "PROBE_MAX_BYTES": Setting(
             65536,
             whole(1024, 64 << 20),

@@ -1,0 +1,309 @@
+"""A local HTTPS site that offers HTTP/2 through ALPN, logging its connections and streams.
+
+Twisted's web server, with ``h2`` installed, speaks HTTP/2 on a TLS connection
+whose ALPN chose ``h2`` and HTTP/1.1 otherwise: the same code a real Twisted
+site runs, not a model of HTTP/2. Run as a process of its own (the test's and
+the crawl's reactors stay apart)::
+
+    python -m tests.servers.h2site --ports 2 --pages 300 --alpn h2,http/1.1 --log site.jsonl
+
+It prints ``READY port1 port2 ...`` once every port listens. Each port is an
+origin (``https://127.0.0.1:PORT``) serving the same generated site:
+
+* ``/``: links to ``/p/0`` ... ``/p/{pages-1}``, spread so that a breadth-first
+  crawl reaches them all within depth 3 (the home links to the first ten, each
+  page ``n`` to ``10n+1`` ... ``10n+10``); each page is about 2 KB of HTML;
+* ``/big``: 300 KB of HTML; ``/bomb``: 16 KB of gzip (``Content-Encoding: gzip``,
+  sent whatever the client asked) inflating to 16 MiB; ``/away``: a 302 to
+  ``https://evil.example.net/stolen``; ``/moved``: a 301 to ``/p/1``. The home
+  page links ``/bomb`` too (the live crawl's size bound);
+* anything else: a 404 page.
+
+``--alpn h2,http/1.1`` (HTTP/2 offered) or ``--alpn http/1.1`` (an HTTP/1.1-only
+TLS server that negotiates ALPN; a server without ALPN at all is
+:class:`tests.servers.website.TlsSite`, Python's ``ssl``). A port also answers
+plain HTTP (the first byte of a connection tells: TLS starts with 0x16) with
+a 301 to its ``https://`` twin, as sites do: the live crawl's ``http://`` seed
+then reaches the TLS site.
+
+The certificate is self-signed for ``127.0.0.1`` and ``localhost``, made at start
+in ``--cert-dir``. The log (JSON lines, flushed each) says what a user would
+check on a server: ``{"event": "connection", "port": P, "peer": 51234}`` per TCP
+connection accepted, ``{"event": "tls", "peer": ..., "alpn": "h2"}`` per
+handshake done, and ``{"event": "request", "port": P, "peer": ..., "protocol":
+"HTTP/2", "path": "/p/3"}`` per request: the peer's port names the connection,
+so requests per connection are the streams it carried.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import gzip
+import ipaddress
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import IO, Any
+
+SERVER = "TrawlH2Site/1.0"
+LINKS_PER_PAGE = 10
+BIG_BYTES = 300_000
+BOMB_BYTES = 16 << 20
+EVIL = "https://evil.example.net/stolen"
+BIG_PAGE = b"<html><head><title>Big</title></head><body>" + b"<p>lorem ipsum</p>" * (BIG_BYTES // 18)
+
+
+def make_certificate(directory: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost, valid from yesterday for a year."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=365))
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "h2cert.pem", directory / "h2key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_path, key_path
+
+
+def page_body(number: int, pages: int) -> bytes:
+    """Page ``number``: its title, some text, and links to its children in the tree."""
+    children = range(LINKS_PER_PAGE * number + 1, min(LINKS_PER_PAGE * number + LINKS_PER_PAGE + 1, pages))
+    links = "".join(f'<li><a href="/p/{child}">Page {child}</a></li>' for child in children)
+    text = " ".join(f"word{(number * 7 + i) % 97}" for i in range(250))
+    return (
+        f"<!DOCTYPE html><html><head><title>Page {number}</title></head><body>"
+        f"<h1>Page {number}</h1><p>{text}</p><ul>{links}</ul></body></html>"
+    ).encode()
+
+
+def home_body(pages: int) -> bytes:
+    links = "".join(f'<li><a href="/p/{n}">Page {n}</a></li>' for n in range(min(LINKS_PER_PAGE, pages)))
+    links += '<li><a href="/bomb">archive</a></li>'
+    return (
+        f"<!DOCTYPE html><html><head><title>Home</title></head><body><ul>{links}</ul></body></html>".encode()
+    )
+
+
+def serve(ports: int, pages: int, alpn: str, log_path: Path, cert_dir: Path) -> None:  # pragma: no cover
+    """Runs the site in this process until it is killed (the reactor is this process's own)."""
+    from OpenSSL import crypto
+    from twisted.internet import reactor, ssl
+    from twisted.internet.interfaces import IProtocolNegotiationFactory
+    from twisted.internet.protocol import Factory, Protocol
+    from twisted.protocols.tls import TLSMemoryBIOFactory
+    from twisted.web import resource, server
+    from zope.interface import implementer
+
+    cert_path, key_path = make_certificate(cert_dir)
+    bomb = gzip.compress(b"\0" * BOMB_BYTES, compresslevel=9)
+    log: IO[str] = log_path.open("a", encoding="utf-8")
+
+    def note(**event: Any) -> None:
+        log.write(json.dumps(event) + "\n")
+        log.flush()
+
+    protocols = [p.encode() for p in alpn.split(",")]
+    options = ssl.CertificateOptions(
+        privateKey=crypto.load_privatekey(crypto.FILETYPE_PEM, key_path.read_bytes()),
+        certificate=crypto.load_certificate(crypto.FILETYPE_PEM, cert_path.read_bytes()),
+    )
+
+    class Page(resource.Resource):
+        isLeaf = True
+
+        def render_GET(self, request: Any) -> bytes:  # noqa: N802 - Twisted's naming
+            path = request.path.decode("latin-1")
+            proto = request.clientproto.decode("latin-1")
+            host = request.getHost()
+            peer = request.getClientAddress()
+            note(event="request", port=host.port, peer=peer.port, protocol=proto, path=path)
+            request.setHeader(b"Server", SERVER.encode())
+            request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+            if not request.isSecure():
+                request.setResponseCode(301)
+                request.setHeader(b"Location", f"https://127.0.0.1:{host.port}{path}".encode())
+                return b""
+            if path == "/":
+                return home_body(pages)
+            if path == "/big":
+                return BIG_PAGE
+            if path == "/bomb":
+                request.setHeader(b"Content-Encoding", b"gzip")
+                return bomb
+            if path in ("/away", "/moved"):
+                request.setResponseCode(302 if path == "/away" else 301)
+                request.setHeader(b"Location", EVIL.encode() if path == "/away" else b"/p/1")
+                return b""
+            if path.startswith("/p/") and path[3:].isdigit() and int(path[3:]) < pages:
+                return page_body(int(path[3:]), pages)
+            request.setResponseCode(404)
+            return b"<html><head><title>Not found</title></head><body>Not found.</body></html>"
+
+    site = server.Site(Page())
+    site.log = lambda request: None  # type: ignore[method-assign]  # the JSON log says it
+
+    # Twisted's Site offers h2 itself when h2 is installed: the TLS side gets a factory that offers
+    # what --alpn says, and builds the Site's protocol.
+    @implementer(IProtocolNegotiationFactory)
+    class Negotiating(Factory):
+        def buildProtocol(self, addr: Any) -> Any:  # noqa: N802
+            return site.buildProtocol(addr)
+
+        def acceptableProtocols(self) -> list[bytes]:  # noqa: N802
+            return protocols or []
+
+    tls_factory = TLSMemoryBIOFactory(options, False, Negotiating())
+    original_build = tls_factory.buildProtocol
+
+    def build_tls(addr: Any) -> Any:
+        protocol = original_build(addr)
+        inner_made = protocol.wrappedProtocol.dataReceived
+
+        def first_data(data: bytes, _done: list[bool] = []) -> None:  # noqa: B006 - once per connection
+            if not _done:
+                _done.append(True)
+                chosen = protocol.negotiatedProtocol
+                note(event="tls", peer=addr.port, alpn=chosen.decode() if chosen else None)
+            inner_made(data)
+
+        protocol.wrappedProtocol.dataReceived = first_data
+        return protocol
+
+    class Sniff(Protocol):
+        """TLS (a first byte of 0x16) or plain HTTP on one port."""
+
+        inner: Any = None
+
+        def connectionMade(self) -> None:  # noqa: N802
+            peer = self.transport.getPeer()
+            note(event="connection", port=self.transport.getHost().port, peer=peer.port)
+
+        def dataReceived(self, data: bytes) -> None:  # noqa: N802
+            if self.inner is None:
+                peer = self.transport.getPeer()
+                self.inner = build_tls(peer) if data[:1] == b"\x16" else site.buildProtocol(peer)
+                self.inner.makeConnection(self.transport)
+            self.inner.dataReceived(data)
+
+        def connectionLost(self, reason: Any = None) -> None:  # noqa: N802
+            if self.inner is not None:
+                self.inner.connectionLost(reason)
+
+    factory = Factory.forProtocol(Sniff)
+    listening = [reactor.listenTCP(0, factory, interface="127.0.0.1") for _ in range(ports)]  # type: ignore[attr-defined]
+    print("READY " + " ".join(str(port.getHost().port) for port in listening), flush=True)
+    reactor.run()  # type: ignore[attr-defined]
+
+
+class H2Site:
+    """The site as a child process: ``with H2Site(ports=2) as site: site.urls``, ``site.requests()``."""
+
+    def __init__(
+        self, ports: int = 1, pages: int = 40, alpn: str = "h2,http/1.1", directory: Path | None = None
+    ):
+        self.count, self.pages, self.alpn = ports, pages, alpn
+        self.directory = directory or Path(tempfile.mkdtemp(prefix="trawl-h2site-"))
+        self.log_path = self.directory / f"h2site-{os.getpid()}-{id(self)}.jsonl"
+        self.ports: list[int] = []
+        self._process: subprocess.Popen[str] | None = None
+
+    @property
+    def origins(self) -> list[str]:
+        return [f"https://127.0.0.1:{port}" for port in self.ports]
+
+    def __enter__(self) -> H2Site:
+        root = Path(__file__).resolve().parents[2]
+        command = [
+            sys.executable, "-m", "tests.servers.h2site", "--ports", str(self.count),
+            "--pages", str(self.pages), "--alpn", self.alpn, "--log", str(self.log_path),
+            "--cert-dir", str(self.directory),
+        ]  # fmt: skip
+        self._process = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True)
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()  # blocks until the ports listen (or the process died)
+        if not line.startswith("READY "):
+            self.__exit__()
+            raise RuntimeError(f"h2site did not start: {line!r}")
+        self.ports = [int(port) for port in line.split()[1:]]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(10)
+            self._process = None
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        """The log so far (``kind``: only that event)."""
+        if not self.log_path.exists():
+            return []
+        rows = [json.loads(line) for line in self.log_path.read_text(encoding="utf-8").splitlines() if line]
+        return [row for row in rows if kind is None or row["event"] == kind]
+
+    def requests(self) -> list[dict[str, Any]]:
+        return self.events("request")
+
+    def mark(self) -> int:
+        """How many log lines there are now: :meth:`since` reads what came after."""
+        return len(self.events())
+
+    def since(self, mark: int, kind: str | None = None) -> list[dict[str, Any]]:
+        rows = self.events()[mark:]
+        return [row for row in rows if kind is None or row["event"] == kind]
+
+
+def streams_per_connection(requests: list[dict[str, Any]]) -> Counter[int]:
+    """Requests per connection (by the peer's port)."""
+    return Counter(row["peer"] for row in requests)
+
+
+def wait_for(predicate: Any, timeout: float = 10.0) -> bool:
+    """Polls ``predicate`` until it is true or the time is up."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return bool(predicate())
+
+
+def main() -> None:  # pragma: no cover
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ports", type=int, default=1)
+    parser.add_argument("--pages", type=int, default=40)
+    parser.add_argument("--alpn", default="h2,http/1.1")
+    parser.add_argument("--log", type=Path, required=True)
+    parser.add_argument("--cert-dir", type=Path, default=None)
+    args = parser.parse_args()
+    cert_dir = args.cert_dir or Path(tempfile.mkdtemp(prefix="trawl-h2site-"))
+    serve(args.ports, args.pages, args.alpn, args.log, cert_dir)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
