@@ -264,10 +264,12 @@ class LiveSpider(SourceSpider):
                 if seed and not self.scope.allows(target, hosts) and self.scope.seed_may_go(target):
                     hosts = (*hosts, (urlsplit(target).hostname or "").lower())
                 found = [(target, "redirect")]
-                if url.startswith("http://") and target.startswith("https://"):
+                twin = "https://" + url[len("http://") :]
+                if url.startswith("http://") and target.startswith("https://") and target != twin:
                     # The site moved to https: its https twin redirects the same way (a root
-                    # that 301s to https://www. was asked again over https otherwise).
-                    self.seen.add("https://" + url[len("http://") :])
+                    # that 301s to https://www. was asked again over https otherwise); a
+                    # redirect to the twin itself is the page, fetched.
+                    self.seen.add(twin)
         elif status >= 400:
             verdict = "error"
         else:
