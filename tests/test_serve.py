@@ -7,6 +7,9 @@ browser's side (a click, a drawn chart, a download) is tests/test_serve_browser.
 
 from __future__ import annotations
 
+import csv
+import html
+import io
 import json
 import socket
 import sqlite3
@@ -187,3 +190,26 @@ def test_listening_beyond_this_machine_warns_once(folder: Path) -> None:
     with served(folder, "--store", "sqlite:///trawl.db") as running:
         pass
     assert not [line for line in running.lines if "WARNING" in line]
+
+
+@pytest.mark.parametrize("mode", ["params", "ids", "all"])
+def test_collapse_shows_and_downloads_what_trawl_search_collapse_prints(
+    folder: Path, server: Served, mode: str
+) -> None:
+    expected = run_scrapy(
+        folder, "search", "*", "--collapse", mode, "--format", "csv", "--store", "sqlite:///trawl.db"
+    )
+    assert expected.returncode == 0, expected.stderr
+    _, body, headers = get(server, "/trawl/export.csv", q="*", collapse=mode)
+    assert body == expected.stdout
+    assert 'filename="trawl-patterns.csv"' in headers["content-disposition"]
+    _, page, _ = get(server, "/trawl/search", collapse=mode)
+    for count, pattern, _example in list(csv.reader(io.StringIO(expected.stdout)))[1:]:
+        assert f'<td>{count}</td><td class="trawl-pattern">{html.escape(pattern)}</td>' in page
+
+
+def test_collapse_patterns_of_the_users_endpoint(server: Served) -> None:
+    _, page, _ = get(server, "/trawl/search", q="host:api.example.com", collapse="params")
+    assert '<td>2</td><td class="trawl-pattern">https://api.example.com/v1/users?id={}</td>' in page
+    status, body, _ = get(server, "/trawl/export.txt", collapse="nonsense")
+    assert status == 400 and body == "collapse takes one of params, ids, all, not 'nonsense'\n"

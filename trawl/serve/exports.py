@@ -1,7 +1,8 @@
 """The search page's downloads: the matching URLs as ``trawl search --format txt|csv|jsonl`` writes them.
 
-The same writer as the command (:func:`trawl.commands.search.write_records`),
-so a download and ``trawl search QUERY --format csv`` are the same bytes. It
+The same writers as the command (:func:`trawl.commands.search.write_records`, and
+:func:`~trawl.commands.search.write_patterns` with a collapse mode), so a download
+and ``trawl search QUERY [--collapse MODE] --format csv`` are the same bytes. It
 runs in a thread on a connection of its own, feeding the response through a
 bounded queue of 64 KB chunks: a download of millions of URLs streams in
 constant memory and never holds one of datasette's connections.
@@ -16,7 +17,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from trawl.commands.search import write_records
+from trawl.commands.search import write_patterns, write_records
 from trawl.serve.finder import Where, all_records
 
 #: Download formats: the name in the link -> ``--format``, the content type, the file suffix.
@@ -48,13 +49,18 @@ class _Chunks:
             self.parts, self.size = [], 0
 
 
-def produce(connect: Callable[[], sqlite3.Connection], where: Where, fmt: str, out: queue.Queue) -> None:
-    """Write every matching URL in ``fmt`` into ``out``, then the end marker (an error: its text)."""
+def produce(
+    connect: Callable[[], sqlite3.Connection], where: Where, fmt: str, collapse: str, out: queue.Queue
+) -> None:
+    """Write every matching URL (or pattern) in ``fmt`` into ``out``, then the end marker."""
     try:
         con = connect()
         try:
             chunks = _Chunks(out)
-            write_records(chunks, all_records(con, where), fmt)  # type: ignore[arg-type]
+            if collapse:
+                write_patterns(chunks, all_records(con, where), collapse, None, fmt)  # type: ignore[arg-type]
+            else:
+                write_records(chunks, all_records(con, where), fmt)  # type: ignore[arg-type]
             chunks.flush()
         finally:
             con.close()
@@ -63,10 +69,12 @@ def produce(connect: Callable[[], sqlite3.Connection], where: Where, fmt: str, o
     out.put(_END)
 
 
-async def stream(connect: Callable[[], sqlite3.Connection], where: Where, fmt: str, writer) -> None:
+async def stream(
+    connect: Callable[[], sqlite3.Connection], where: Where, fmt: str, collapse: str, writer
+) -> None:
     """Send the export through datasette's response ``writer`` as the thread produces it."""
     chunks: queue.Queue = queue.Queue(maxsize=16)
-    thread = threading.Thread(target=produce, args=(connect, where, fmt, chunks), daemon=True)
+    thread = threading.Thread(target=produce, args=(connect, where, fmt, collapse, chunks), daemon=True)
     thread.start()
     loop = asyncio.get_running_loop()
     while True:
@@ -78,5 +86,5 @@ async def stream(connect: Callable[[], sqlite3.Connection], where: Where, fmt: s
         await writer.write(item)
 
 
-def filename(store: Path, suffix: str) -> str:
-    return f"{store.stem}-search.{suffix}"
+def filename(store: Path, suffix: str, collapse: str = "") -> str:
+    return f"{store.stem}-{'patterns' if collapse else 'search'}.{suffix}"

@@ -157,6 +157,18 @@ def all_records(con: sqlite3.Connection, where: Where) -> Iterator[UrlRecord]:
     return records(con.execute(f"SELECT {COLUMNS} FROM urls WHERE {where.sql} ORDER BY url", where.params))
 
 
+def patterns(con: sqlite3.Connection, where: Where, mode: str, size: int = PAGE_SIZE) -> list[tuple]:
+    """The ``size`` largest patterns of the matching URLs (``trawl search --collapse MODE``'s rows).
+
+    Every matching URL is read: the patterns of 1,000,000 URLs take a few seconds.
+    """
+    from trawl.search.collapse import collapse, url_column
+
+    urls = url_column(url for (url,) in con.execute(f"SELECT url FROM urls WHERE {where.sql}", where.params))
+    found = collapse(urls, mode).select("count", "pattern", "example")  # type: ignore[arg-type]
+    return list(found.head(size).iter_rows())
+
+
 def _split(text: str) -> list[str]:
     return text.split(",") if text else []
 

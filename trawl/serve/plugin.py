@@ -7,7 +7,8 @@ the metadata's ``plugins.trawl`` block (:func:`config`), which :mod:`.app` write
 * every connection to the store gets the SQL functions of trawl's query translation
   (``trawl_url()``...), an empty probe table where the store has none, and the
   full-text side file attached read-only;
-* ``/trawl/search``: the query box, the words box, facets, a page of URLs, the downloads;
+* ``/trawl/search``: the query box, the words box, facets, a page of URLs (or of their
+  patterns, ``collapse=params|ids|all`` as ``trawl search --collapse``), the downloads;
 * ``/trawl/charts``: the charts of the same query;
 * ``/trawl/export.txt|csv|json``: the downloads, streamed.
 """
@@ -69,6 +70,16 @@ def _form(request: Any) -> tuple[str, str]:
     return request.args.get("q", "").strip(), request.args.get("words", "").strip()
 
 
+def _collapse(request: Any) -> str:
+    """The collapse mode asked for ('' for none); a mode ``trawl search`` refuses is a QueryError."""
+    from trawl.search.collapse import MODES
+
+    mode = request.args.get("collapse", "").strip()
+    if mode and mode not in MODES:
+        raise QueryError(f"collapse takes one of {', '.join(MODES)}, not {mode!r}")
+    return mode
+
+
 def _link(path: str, **args: str) -> str:
     given = {k: v for k, v in args.items() if v}
     return path + ("?" + urlencode(given) if given else "")
@@ -81,12 +92,18 @@ def _with(query: str, clause: str) -> str:
 async def _render(datasette: Any, request: Any, template: str, context: dict, status: int = 200) -> Response:
     settings = config(datasette)
     q, words = _form(request)
+    collapse = request.args.get("collapse", "")
     context = {
         "q": q,
         "words": words,
+        "collapse": collapse,
+        "modes": ("params", "ids", "all"),
         "fts": bool(settings.get("fts")),
         "database": settings.get("database"),
-        "exports": {name: _link(f"/trawl/export.{name}", q=q, words=words) for name in exports.FORMATS},
+        "exports": {
+            name: _link(f"/trawl/export.{name}", q=q, words=words, collapse=collapse)
+            for name in exports.FORMATS
+        },
         "charts_link": _link("/trawl/charts", q=q, words=words),
         "search_link": _link("/trawl/search", q=q, words=words),
         **context,
@@ -101,20 +118,20 @@ async def search_page(request: Any, datasette: Any) -> Response:
     after = request.args.get("after", "")
     try:
         where = finder.where_of(q, words, fts=bool(settings.get("fts")))
+        collapse = _collapse(request)
     except QueryError as exc:
         return await _render(datasette, request, "trawl_search.html", {"error": str(exc)}, 400)
     db = datasette.get_database(settings["database"])
 
     def work(con: sqlite3.Connection) -> tuple:
-        return finder.count(con, where), finder.page(con, where, after), finder.facets(con, where)
+        rows = [] if collapse else finder.page(con, where, after)
+        patterns = finder.patterns(con, where, collapse) if collapse else None
+        return finder.count(con, where), rows, patterns, finder.facets(con, where)
 
-    total, rows, facets = await db.execute_fn(work)
+    total, rows, patterns, facets = await db.execute_fn(work)
     facet_links = [
-        (
-            facet,
-            [(value, n, _link("/trawl/search", q=_with(q, facet.clause(value)), words=words))
-             for value, n in facet.values],
-        )
+        (facet, [(value, n, _link("/trawl/search", q=_with(q, facet.clause(value)), words=words,
+                                  collapse=collapse)) for value, n in facet.values])
         for facet in facets
     ]  # fmt: skip
     more = (
@@ -124,7 +141,14 @@ async def search_page(request: Any, datasette: Any) -> Response:
         datasette,
         request,
         "trawl_search.html",
-        {"total": total, "rows": rows, "facets": facet_links, "more": more, "day": finder.day},
+        {
+            "total": total,
+            "rows": rows,
+            "patterns": patterns,
+            "facets": facet_links,
+            "more": more,
+            "day": finder.day,
+        },
     )
 
 
@@ -146,6 +170,7 @@ async def export(request: Any, datasette: Any) -> Any:
     fmt, content_type, suffix = exports.FORMATS[request.url_vars["format"]]
     try:
         where = finder.where_of(q, words, fts=bool(settings.get("fts")))
+        collapse = _collapse(request)
     except QueryError as exc:
         return Response.text(f"{exc}\n", status=400)
     store = Path(settings["store"])
@@ -156,7 +181,7 @@ async def export(request: Any, datasette: Any) -> Any:
         return con
 
     async def send(writer: Any) -> None:
-        await exports.stream(connect, where, fmt, writer)
+        await exports.stream(connect, where, fmt, collapse, writer)
 
-    disposition = f'attachment; filename="{exports.filename(store, suffix)}"'
+    disposition = f'attachment; filename="{exports.filename(store, suffix, collapse)}"'
     return AsgiStream(send, headers={"content-disposition": disposition}, content_type=content_type)
