@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 from twisted.internet.defer import Deferred
 
@@ -33,6 +34,8 @@ from trawl.mining.work import Job, Result, mine_files, worker_start
 #: 1.3 s), so two workers only catch up with one thread past about 2 x 2 MB/s x 2 s = 8 MB. 4 MiB
 #: keeps the crawl process's parse trees near 300 MB (70 MB per MB of dense code at worst).
 IN_PROCESS_BYTES = 4 * 1024 * 1024
+
+T = TypeVar("T")
 
 
 def default_processes() -> int:
@@ -61,19 +64,23 @@ class MiningPool:
         self, jobs: list[Job], root: str, secrets: bool, extractor: str, max_bytes: int
     ) -> Deferred[list[Result]]:
         """Mine ``jobs`` in a worker; the Deferred fires on the reactor thread with one result a job."""
+        return self.run(mine_files, jobs, root, secrets, extractor, max_bytes)
+
+    def run(self, function: Callable[..., T], *args: Any) -> Deferred[T]:
+        """``function(*args)`` in a worker (picklable); its result as a Deferred on the reactor thread."""
         from twisted.internet import reactor
 
-        deferred: Deferred[list[Result]] = Deferred()
-        future = self.executor.submit(mine_files, jobs, root, secrets, extractor, max_bytes)
+        deferred: Deferred[T] = Deferred()
+        future = self.executor.submit(function, *args)
         self.in_flight += 1
 
-        def done(finished: Future[list[Result]]) -> None:
+        def done(finished: Future[T]) -> None:
             reactor.callFromThread(self._fire, deferred, finished)  # type: ignore[attr-defined]
 
         future.add_done_callback(done)
         return deferred
 
-    def _fire(self, deferred: Deferred[list[Result]], finished: Future[list[Result]]) -> None:
+    def _fire(self, deferred: Deferred[T], finished: Future[T]) -> None:
         self.in_flight -= 1
         error: Any = finished.exception()
         if error is not None:

@@ -31,6 +31,7 @@ from scrapy.utils.sitemap import Sitemap
 from w3lib.html import strip_html5_whitespace
 
 from trawl.mining import extract_file
+from trawl.mining.findings import FileFindings
 
 Link = tuple[str, str]
 
@@ -121,7 +122,11 @@ def release_parsed(response: Response) -> None:
 
 def script_links(body: bytes, url: str) -> list[Link]:
     """Endpoints of a JavaScript file (:func:`trawl.mining.extract_file`), dotted names aside."""
-    findings = extract_file(body, url, "application/javascript")
+    return findings_links(extract_file(body, url, "application/javascript"), url)
+
+
+def findings_links(findings: FileFindings, url: str) -> list[Link]:
+    """The endpoints a script at ``url`` was found to name, as links; dotted names aside."""
     folders = {"/", urlsplit(urljoin(url, ".")).path}  # where a bare name in the script lands
     return [
         (endpoint.url, "js")

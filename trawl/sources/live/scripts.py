@@ -1,68 +1,47 @@
-"""JavaScript files mined off the reactor thread, one at a time, at most ``LIVE_JS_MAX_BYTES`` each.
+"""JavaScript files mined for URLs: small ones where they arrive, big ones in the mining pool.
 
 Mining is CPU and memory in proportion to the file: the Python
 documentation's 3.6 MB ``searchindex.js`` took 1.9 s and 166 MB over the
 crawl's own RSS; its first 1 MiB 0.7 s and 56 MB. A file up to
-:data:`INLINE_BYTES` is mined where it arrived (a few milliseconds); a bigger
-one goes to a single worker thread, so downloads and the store go on while it
-is read, and only its first ``LIVE_JS_MAX_BYTES`` are read (the rest is a
-bundle's tail or a data file's, and a bound per page is what keeps a crawl's
-memory flat whatever the site serves). One thread: two big files mined at
-once would double the peak for no gain on a crawl that is waiting on the
-network anyway. Not the mining process pool: its workers cost 2-4.5 s to
-start and their own RSS, for the one or two big files of a typical site.
+:data:`INLINE_BYTES` is mined on the reactor thread (a few milliseconds); a
+bigger one goes to the mining process pool (:class:`trawl.mining.pool.MiningPool`,
+both cores), so the crawl process neither parses nor holds the GIL for it:
+its peak RSS does not depend on what JavaScript the site serves. Only a
+file's first ``LIVE_JS_MAX_BYTES`` are read (the rest is a bundle's tail or
+a data file's), which bounds each worker's memory too. The pool starts on the
+first big script (0.4-0.6 s to a first result on this machine, seconds under
+load) while the crawl goes on; a site with none never starts it.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-from typing import Any
+import logging
+from typing import TYPE_CHECKING
 
 from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet import threads
-from twisted.python.threadpool import ThreadPool
 
-from trawl.sources.live.links import Link, script_links
+from trawl.mining.work import mine_body
+from trawl.sources.live.links import Link, findings_links, script_links
+
+if TYPE_CHECKING:
+    from trawl.mining.pool import MiningPool
+
+logger = logging.getLogger(__name__)
 
 #: Scripts up to this size are mined on the reactor thread (a few ms of CPU).
 INLINE_BYTES = 64 << 10
 
 
-def _malloc_trim() -> Any:
-    """glibc's ``malloc_trim`` (None elsewhere)."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim
-    except (OSError, AttributeError):
-        return None
-
-
-_TRIM = _malloc_trim()
-
-
-def mine_and_trim(body: bytes, url: str) -> list[Link]:
-    """:func:`script_links`, then the worker thread's freed memory handed back to the system.
-
-    glibc gives the thread its own arena and keeps what mining freed in it: a
-    crawl of the Python documentation peaked 60 MB higher for it (360 MB
-    against 300 with ``MALLOC_ARENA_MAX=1``); one ``malloc_trim`` a big script
-    (a few ms) gives it back.
-    """
-    try:
-        return script_links(body, url)
-    finally:
-        if _TRIM is not None:
-            _TRIM(0)
-
-
 class ScriptMiner:
-    """Mines scripts' endpoints; the big ones on one worker thread, cut at ``max_bytes``."""
+    """Mines scripts' endpoints; the big ones in the mining pool, cut at ``max_bytes``."""
 
-    def __init__(self, max_bytes: int) -> None:
+    def __init__(self, max_bytes: int, processes: int = 0) -> None:
         self.max_bytes = max_bytes
-        self.pool: ThreadPool | None = None
+        self.processes = processes
+        self.pool: MiningPool | None = None
         self.cut = 0  # scripts read only up to max_bytes
+        self.pooled = 0  # scripts mined in the pool
+        self.failed = 0  # scripts the pool could not mine (a worker died)
 
     async def links(self, body: bytes, url: str) -> list[Link]:
         if len(body) > self.max_bytes:
@@ -70,15 +49,26 @@ class ScriptMiner:
             body = body[: self.max_bytes]
         if len(body) <= INLINE_BYTES:
             return script_links(body, url)
-        from twisted.internet import reactor
-
         if self.pool is None:
-            self.pool = ThreadPool(minthreads=0, maxthreads=1, name="trawl-live-scripts")
-            self.pool.start()
-        deferred: Any = threads.deferToThreadPool(reactor, self.pool, mine_and_trim, body, url)
-        return await maybe_deferred_to_future(deferred)
+            from trawl.mining.pool import MiningPool
+
+            self.pool = MiningPool(self.processes)
+        self.pooled += 1
+        try:
+            findings = await maybe_deferred_to_future(
+                self.pool.run(mine_body, body, url, "application/javascript")
+            )
+        except Exception as exc:  # noqa: BLE001 - a broken pool (a worker killed): the page's other links stand
+            self.failed += 1
+            if self.failed == 1:
+                logger.warning("live: cannot mine %s: %s: %s", url, type(exc).__name__, str(exc)[:200])
+            return []
+        return findings_links(findings, url)
 
     def close(self) -> None:
+        """Stop the pool, if it started; say how many scripts it mined."""
+        if self.pooled:
+            logger.info("live: %d scripts over %d KiB mined in the pool", self.pooled, INLINE_BYTES >> 10)
         if self.pool is not None:
-            self.pool.stop()
+            self.pool.close()
             self.pool = None
