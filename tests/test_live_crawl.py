@@ -103,8 +103,10 @@ def log_lines(result) -> list[str]:
 
 @pytest.fixture(scope="module")
 def full(site: SimpleNamespace, tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
-    """Depth 10, three pages per pattern: the traps stop at the cap, not at the depth."""
-    return crawl(tmp_path_factory.mktemp("live"), site, "-a", "depth=10", "-s", "LIVE_PATTERN_CAP=3")
+    """Depth 10, three pages per pattern: the traps stop at the cap, not at the depth; each host's
+    /sitemap.xml guessed (-a sitemap=guess), not only the one shop.example.com's robots.txt names."""
+    args = ("-a", "depth=10", "-a", "sitemap=guess", "-s", "LIVE_PATTERN_CAP=3")
+    return crawl(tmp_path_factory.mktemp("live"), site, *args)
 
 
 def test_the_crawl_visits_exactly_the_reachable_allowed_in_scope_pages_once_each(
@@ -218,6 +220,8 @@ def test_seed_store_starts_from_the_stored_urls_too(site: SimpleNamespace, tmp_p
     assert links(tmp_path)[f"{SHOP}/orphan-child"]["found_on"] == f"{SHOP}/orphan.html"
     plain = crawl(tmp_path / "plain", site, "-a", "depth=1")
     assert ("shop.example.com", "/orphan.html") not in plain.pages
+    sitemaps = {host for host, path in plain.pages if path == "/sitemap.xml"}
+    assert sitemaps == {"shop.example.com"}  # the one robots.txt names; no other host's guessed
 
 
 @pytest.mark.parametrize(
@@ -228,6 +232,7 @@ def test_seed_store_starts_from_the_stored_urls_too(site: SimpleNamespace, tmp_p
         (["-a", "depth=deep"], "trawl: error: -a depth= expects a whole number"),
         (["-a", "max_pages=-1"], "trawl: error: -a max_pages= must be at least 0"),
         (["-a", "seed=everything"], "trawl: error: -a seed= must be root, store or alive"),
+        (["-a", "sitemap=all"], "trawl: error: -a sitemap= must be robots or guess"),
         (["-s", "LIVE_PATTERN_CAP=0"], "trawl: error: LIVE_PATTERN_CAP"),
     ],
 )

@@ -97,6 +97,12 @@ def test_every_page_is_asked_once_the_redirected_start_page_included(crawled: Si
     assert [key for key, n in pages.items() if n > 1] == []
 
 
+def test_no_path_is_invented_not_even_a_sitemap(crawled: SimpleNamespace) -> None:
+    """Every path asked is linked (or robots.txt, or the soft-404 check's random path): /sitemap.xml
+    only with -a sitemap=guess, as katana and gospider ask it only when told."""
+    assert not [path for _, path in crawled.asked if path == "/sitemap.xml"], crawled.asked
+
+
 def test_robots_txt_is_asked_once_per_origin_even_when_a_page_links_it(crawled: SimpleNamespace) -> None:
     robots = Counter(host for host, path in crawled.asked if path == "/robots.txt")
     assert robots == Counter({ROOT: 1, WWW: 1}), crawled.asked
@@ -112,10 +118,11 @@ def test_dotted_identifiers_in_javascript_are_not_made_paths(crawled: SimpleName
 
 
 def test_a_script_is_mined_up_to_live_js_max_bytes_and_the_log_says_so(crawled: SimpleNamespace) -> None:
-    """A 3 MB script: its first megabyte is read (mined off the reactor thread), the rest is not."""
+    """A 3 MB script: its first megabyte is read (mined in the mining pool), the rest is not."""
     assert (WWW, "/api/early") in crawled.asked
     assert (WWW, "/api/late") not in crawled.asked
     assert "live: 1 scripts mined only up to LIVE_JS_MAX_BYTES" in crawled.result.stderr
+    assert "live: 1 scripts over 64 KiB mined in the pool" in crawled.result.stderr
 
 
 class HttpsRoot(Website):

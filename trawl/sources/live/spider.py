@@ -5,10 +5,12 @@ is one item (:mod:`.records`) through the same pipeline as the archives' URLs.
 
 - **Seeds** (depth 0): ``http://DOMAIN/`` (a site on https redirects it there;
   ``https://`` is asked when ``http://`` gets no answer at all),
-  each host's ``/sitemap.xml`` when the crawl first goes to it, the sitemaps
-  robots.txt names; ``-a seed=store``: the stored URLs of the domain too
-  (``-a seed=alive``: only those the last probe found live). A sitemap's and
-  robots.txt's URLs are seeds as well: they keep the depth of the file.
+  the sitemaps robots.txt names (``-a sitemap=guess``: each host's
+  ``/sitemap.xml`` too when the crawl first goes to it, as katana's
+  ``-kf sitemapxml`` and gospider's ``--sitemap``, both off by default);
+  ``-a seed=store``: the stored URLs of the domain too (``-a seed=alive``:
+  only those the last probe found live). A sitemap's and robots.txt's URLs
+  are seeds as well: they keep the depth of the file.
 - **Scope**: :mod:`.scope`. Out-of-scope URLs are counted and listed, never fetched.
 - **Order and limits**: breadth first (a request's priority is minus its depth;
   a spread run's queue is FIFO), ``-a depth=`` (3: pages up to three links from
@@ -97,6 +99,7 @@ class LiveSpider(SourceSpider):
         "depth": "pages up to this many links from a seed (default 3)",
         "max_pages": "at most this many pages fetched (default 0: no limit)",
         "allow_private": "true: the domain may be an IP address, localhost or host:port (a lab)",
+        "sitemap": "robots (default): the sitemaps robots.txt names; guess: each host's /sitemap.xml too",
     }
     private_targets = True  # -a allow_private=true: 127.0.0.1:8000 and its pages (a lab)
     default_concurrency = 8
@@ -124,6 +127,7 @@ class LiveSpider(SourceSpider):
     depth: int = 3
     max_pages: int = 0
     seed: str = "root"
+    guess_sitemap: bool = False
     selection: Selection | None = None
 
     @classmethod
@@ -184,6 +188,10 @@ class LiveSpider(SourceSpider):
         if seed not in SEEDS:
             raise TrawlUsageError(f"-a seed= must be root, store or alive, got {seed[:60]!r}")
         self.seed = seed
+        sitemap = str(arguments.get("sitemap") or "robots").strip().lower()
+        if sitemap not in ("robots", "guess"):
+            raise TrawlUsageError(f"-a sitemap= must be robots or guess, got {sitemap[:60]!r}")
+        self.guess_sitemap = sitemap == "guess"
         self.selection = None
         if seed != "root":
             if not str(settings.get("STORE_URI") or "").strip():
@@ -388,7 +396,7 @@ class LiveSpider(SourceSpider):
             yield self._request(url, child, page, how, hosts, seed)
             if key not in self.entered:
                 self.entered.add(key)
-                extra = [(key + "/sitemap.xml", "sitemap-index")]
+                extra = [(key + "/sitemap.xml", "sitemap-index")] if self.guess_sitemap else []
                 if not self.obey_robots:
                     extra.append((key + "/robots.txt", "robots"))
                 yield from self._schedule([(canonicalize(u) or u, h) for u, h in extra], page, -1, hosts)
