@@ -19,6 +19,9 @@ TOGETHER = [
     ("params", [f"{U}/p?a=x=y", f"{U}/p?a=1"], f"{U}/p?a={{}}"),
     ("params", [f"{U}/p?a=1&&b=2", f"{U}/p?b=3&a=4"], f"{U}/p?a={{}}&b={{}}"),
     ("params", [f"{U}/p?id=1#top", f"{U}/p?id=2#end"], f"{U}/p?id={{}}"),
+    ("params", [f"{U}/p?&a=1", f"{U}/p?a=2&", f"{U}/p?a=3&a=4"], f"{U}/p?a={{}}"),
+    ("params", [f"{U}/p?c=1&a=2&b=3&a=4", f"{U}/p?b=1&c=2&a=3"], f"{U}/p?a={{}}&b={{}}&c={{}}"),
+    ("params", [f"{U}/p?b&a=1", f"{U}/p?a=2&b"], f"{U}/p?a={{}}&b"),
     ("params", ["http://example.com:80/p?id=1", "http://example.com/p?id=2"], "http://example.com/p?id={}"),
     ("params", ["https://example.com:443/p?id=1", f"{U}/p?id=2"], f"{U}/p?id={{}}"),
     # ids: numeric ids

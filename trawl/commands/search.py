@@ -5,9 +5,11 @@
     scrapy search 'url:*admin*' --count
     scrapy search 'first_seen:[2020 TO 2022]' --facet host
     scrapy search '*' -s STORE_URI=elasticsearch://127.0.0.1:9200
+    scrapy search 'host:example.com' --collapse all
 
 The syntax is :mod:`trawl.search`'s. Output: a table on a terminal, one URL per
-line in a pipe (``--format txt``), or ``--format jsonl|csv`` with provenance.
+line in a pipe (``--format txt``), or ``--format jsonl|csv`` with provenance;
+``--collapse`` prints patterns instead (:mod:`trawl.search.collapse`).
 A query that cannot be read, or a store that cannot be searched, is one line
 on stderr (exit status 2 and 1).
 """
@@ -25,7 +27,7 @@ from trawl.commands._output import FORMATS, default_format, write_csv, write_jso
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.readcommand import StoreReadingCommand, store_uri
-from trawl.records.batches import UrlRecord
+from trawl.records.record import UrlRecord
 from trawl.search import FACETS, parse
 from trawl.stores.registry import open_searcher
 

@@ -48,8 +48,6 @@ VALUE = "{}"
 
 # scheme://authority of a URL without its query and fragment.
 _ORIGIN = r"^((?:[A-Za-z][A-Za-z0-9+.\-]*:)?//[^/]*)"
-_HTTP_PORT = r"^(?i)(http://[^/]*):80$"
-_HTTPS_PORT = r"^(?i)(https://[^/]*):443$"
 _SEGMENT_END = r"(/|$)"
 _HEX = "[0-9A-Fa-f]"
 #: (regex of one ``/segment`` and the ``/`` or end after it, its placeholder), in the order they apply:
@@ -82,7 +80,7 @@ def collapse(urls: pl.Series, mode: Mode) -> pl.DataFrame:
         .with_columns(origin=pl.col("base").str.extract(_ORIGIN, 1).fill_null(""))
         .with_columns(path=pl.col("base").str.slice(pl.col("origin").str.len_chars()))
     )
-    origin = pl.col("origin").str.replace(_HTTP_PORT, "${1}").str.replace(_HTTPS_PORT, "${1}")
+    origin = _without_default_port(pl.col("origin"))
     path = _path_ids(pl.col("path")) if mode in ("ids", "all") else pl.col("path")
     if mode == "ids":
         frame = frame.with_columns(tail=(pl.lit("?") + pl.col("query")).fill_null(""))
@@ -106,6 +104,18 @@ def url_column(urls: Iterable[str]) -> pl.Series:
     return pl.concat(chunks) if chunks else pl.Series("url", [], dtype=pl.String)
 
 
+def _without_default_port(origin: pl.Expr) -> pl.Expr:
+    """``:80`` off ``http://``, ``:443`` off ``https://``: literal tests (regexes: 0.23 CPU s a million)."""
+    scheme = origin.str.slice(0, 8).str.to_lowercase()
+    return (
+        pl.when(scheme.str.starts_with("http://") & origin.str.ends_with(":80"))
+        .then(origin.str.head(-3))
+        .when(scheme.str.starts_with("https://") & origin.str.ends_with(":443"))
+        .then(origin.str.head(-4))
+        .otherwise(origin)
+    )
+
+
 def _path_ids(path: pl.Expr) -> pl.Expr:
     """Each id segment as its placeholder, a year/month[/day] run of folders as one ``{date}``.
 
@@ -125,24 +135,38 @@ def _path_ids(path: pl.Expr) -> pl.Expr:
 def _with_query_names(frame: pl.LazyFrame) -> pl.LazyFrame:
     """A ``tail`` column: ``?`` and the sorted distinct parameter names, each value ``{}``; or nothing.
 
-    A query of one parameter needs no sorting: its values are wiped in place. Only
-    queries with a ``&`` go through lists, which cost 0.55 CPU s for 300,000 URLs
-    when every URL took them, against 0.05 s for the wiping.
+    Values are wiped in place (``=[^&]*`` is ``={}``). One parameter needs nothing
+    more, two are put in order by one comparison; only three or more go through
+    lists, which cost 0.9 CPU s for 333,000 queries of two parameters against 0.1 s
+    for the comparison.
     """
-    query = pl.col("query")
-    several = query.str.contains("&", literal=True).fill_null(False)
-    wiped = query.str.replace_all(r"=[^&]*", "=" + VALUE).fill_null("")
-    one = frame.filter(~several).with_columns(
-        tail=pl.when(wiped == "").then(pl.lit("")).otherwise(pl.lit("?") + wiped)
+    ampersands = pl.col("query").str.count_matches("&", literal=True).fill_null(0)
+    wiped = pl.col("query").str.replace_all(r"=[^&]*", "=" + VALUE).fill_null("")
+    pair = wiped.str.splitn("&", 2)
+    first, second = pair.struct.field("field_0"), pair.struct.field("field_1")
+    two = (
+        pl.when(first == "")
+        .then(second)
+        .when((second == "") | (first == second))
+        .then(first)
+        .when(first < second)
+        .then(pl.concat_str(first, pl.lit("&"), second))
+        .otherwise(pl.concat_str(second, pl.lit("&"), first))
     )
-    names = (
-        query.str.split("&")
-        .list.eval(pl.element().filter(pl.element() != "").str.replace(r"(?s)=.*$", "=" + VALUE))
+    many = (
+        wiped.str.replace_all("&&+", "&")
+        .str.strip_chars("&")
+        .str.split("&")
         .list.unique()
         .list.sort()
         .list.join("&")
     )
-    many = frame.filter(several).with_columns(
+    parts = [
+        frame.filter(ampersands == 0).with_columns(names=wiped),
+        frame.filter(ampersands == 1).with_columns(names=two),
+        frame.filter(ampersands > 1).with_columns(names=many),
+    ]
+    names = pl.col("names")
+    return pl.concat(parts).with_columns(
         tail=pl.when(names == "").then(pl.lit("")).otherwise(pl.lit("?") + names)
     )
-    return pl.concat([one, many])
