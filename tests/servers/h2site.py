@@ -147,7 +147,9 @@ def serve(ports: int, pages: int, alpn: str, log_path: Path, cert_dir: Path) -> 
             request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
             if not request.isSecure():
                 request.setResponseCode(301)
-                request.setHeader(b"Location", f"https://127.0.0.1:{host.port}{path}".encode())
+                given = request.getHeader(b"host")  # a relay in front: its port, not this one
+                authority = given.decode("latin-1") if given else f"127.0.0.1:{host.port}"
+                request.setHeader(b"Location", f"https://{authority}{path}".encode())
                 return b""
             if path == "/":
                 return home_body(pages)

@@ -105,7 +105,19 @@ def _build() -> tuple[type, type]:
     alpn = [b"h2", b"http/1.1"]
 
     class AlpnProtocol(H2ClientProtocol):
+        #: ALPN chose h2: requests may go out behind the preface (RFC 9113 3.4), without waiting
+        #: a round trip for the server to acknowledge the client's SETTINGS, as Scrapy does.
+        h2_ready = False
+
+        @property
+        def h2_connected(self) -> bool:
+            connected = self.transport is not None and bool(self.transport.connected)
+            return connected and (self.h2_ready or bool(self.metadata["settings_acknowledged"]))
+
         def handshakeCompleted(self) -> None:  # noqa: N802 - Twisted's naming
+            from twisted.internet import reactor
+            from twisted.internet.ssl import Certificate
+
             assert self.transport is not None
             negotiated = self.transport.negotiatedProtocol
             if negotiated != b"h2":
@@ -115,6 +127,10 @@ def _build() -> tuple[type, type]:
                 self.transport.abortConnection()
                 return
             super().handshakeCompleted()
+            self.h2_ready = True
+            self.metadata["certificate"] = Certificate(self.transport.getPeerCertificate())
+            # Once this callback returns, TLS writes the preface it buffered; the requests follow it.
+            reactor.callLater(0, self._send_pending_requests)  # type: ignore[attr-defined]
 
     class AlpnFactory(H2ClientFactory):
         def buildProtocol(self, addr: Any) -> H2ClientProtocol:  # noqa: N802
