@@ -17,7 +17,7 @@ TOGETHER = [
     ("params", [f"{U}/p?id=1", f"{U}/p?id="], f"{U}/p?id={{}}"),
     ("params", [f"{U}/p?a=1&a=2", f"{U}/p?a=3"], f"{U}/p?a={{}}"),
     ("params", [f"{U}/p?a=x=y", f"{U}/p?a=1"], f"{U}/p?a={{}}"),
-    ("params", [f"{U}/p?a=1&&b=2", f"{U}/p?b=3&a=4"], f"{U}/p?a={{}}&b={{}}"),
+    ("params", [f"{U}/p?a=1&&b=2", f"{U}/p?b=3&a=4&"], f"{U}/p?a={{}}&b={{}}"),
     ("params", [f"{U}/p?id=1#top", f"{U}/p?id=2#end"], f"{U}/p?id={{}}"),
     ("params", [f"{U}/p?&a=1", f"{U}/p?a=2&", f"{U}/p?a=3&a=4"], f"{U}/p?a={{}}"),
     ("params", [f"{U}/p?c=1&a=2&b=3&a=4", f"{U}/p?b=1&c=2&a=3"], f"{U}/p?a={{}}&b={{}}&c={{}}"),
@@ -48,6 +48,7 @@ TOGETHER = [
     ("ids", [f"{U}/blog/2023/05/01/hello", f"{U}/blog/2024/1/9/hello"], f"{U}/blog/{{date}}/hello"),
     ("ids", [f"{U}/archive/2023/05", f"{U}/archive/1999/11"], f"{U}/archive/{{date}}"),
     ("ids", [f"{U}/d/2023-05-01/x", f"{U}/d/2020-12/x"], f"{U}/d/{{date}}/x"),
+    ("ids", [f"{U}/items/2019/12", f"{U}/items/2020/1"], f"{U}/items/{{date}}"),  # a year, a small number
     ("ids", [f"{U}/y/2023/05/2024/06", f"{U}/y/2020/01/2021/02"], f"{U}/y/{{date}}/{{date}}"),
     # ids: the query stays as it is
     ("ids", [f"{U}/u/1?tab=a", f"{U}/u/2?tab=a"], f"{U}/u/{{int}}?tab=a"),
