@@ -21,10 +21,12 @@ column, sorted: joining it into text per row cost 0.9 s per 320,000 URLs.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import polars as pl
+
+# Imported from here too; its home is trawl.records.record, which a search reads without polars.
+from trawl.records.record import UrlRecord
 
 Mask = pl.Series | pl.Expr
 
@@ -305,32 +307,3 @@ def _as_set(value: Sequence[str] | str | None) -> list[str]:
     if isinstance(value, str):
         return sorted({v for v in value.split(",") if v})
     return sorted({v for v in value if v})
-
-
-@dataclass(slots=True)
-class UrlRecord:
-    """One canonical URL with its provenance: the row view of a :class:`UrlBatch`."""
-
-    url: str
-    host: str
-    sources: list[str]
-    first_seen: str | None
-    last_seen: str | None
-    captures: int
-    statuses: list[str]
-    mimes: list[str]
-    new: bool
-
-    def as_dict(self) -> dict[str, object]:
-        """Plain, JSON-ready form used by exporters and the search command."""
-        return {
-            "url": self.url,
-            "host": self.host,
-            "sources": list(self.sources),
-            "first_seen": self.first_seen,
-            "last_seen": self.last_seen,
-            "captures": self.captures,
-            "statuses": list(self.statuses),
-            "mimes": list(self.mimes),
-            "new": self.new,
-        }

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from trawl.errors import StoreError
-from trawl.records.batches import UrlRecord
+from trawl.records.record import UrlRecord
 from trawl.search import Node, field_named
 from trawl.stores.sqlite.query import ensure_probe_table, register_sql_functions, sql_expr, to_sql
 
