@@ -13,6 +13,7 @@ import io
 import json
 import socket
 import sqlite3
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -213,3 +214,16 @@ def test_collapse_patterns_of_the_users_endpoint(server: Served) -> None:
     assert '<td>2</td><td class="trawl-pattern">https://api.example.com/v1/users?id={}</td>' in page
     status, body, _ = get(server, "/trawl/export.txt", collapse="nonsense")
     assert status == 400 and body == "collapse takes one of params, ids, all, not 'nonsense'\n"
+
+
+def test_the_unfiltered_page_shows_the_facets_counted_in_the_background(folder: Path, server: Served) -> None:
+    deadline = time.monotonic() + 20
+    page = ""
+    while time.monotonic() < deadline and 'id="trawl-counted-at"' not in page:  # polls the page
+        _, page, _ = get(server, "/trawl/search")
+    assert 'id="trawl-counted-at"' in page
+    assert 'id="trawl-total">11 URLs' in page
+    facet = run_scrapy(folder, "search", "*", "--facet", "source", "--store", "sqlite:///trawl.db")
+    for line in facet.stdout.splitlines():
+        value, count = line.split()
+        assert f">{value}</a> {count}</li>" in page

@@ -26,6 +26,7 @@ from datasette.utils.asgi import AsgiStream, Response
 from trawl.search import QueryError
 from trawl.serve import charts, exports, finder
 from trawl.serve.fts import attach
+from trawl.serve.summary import Summary
 from trawl.stores.sqlite.query import ensure_probe_table, register_sql_functions
 
 NAME = "trawl"
@@ -47,6 +48,24 @@ def prepare_connection(conn: sqlite3.Connection, database: str, datasette: Any) 
     settings = config(datasette)
     if database == settings.get("database"):
         prepare(conn, settings.get("fts"))
+
+
+#: Each served datasette's background count of the unfiltered page (:mod:`.summary`).
+_summaries: dict[int, Summary] = {}
+
+
+def _connect(settings: dict[str, Any]) -> sqlite3.Connection:
+    """A read-only connection of trawl's own to the store (downloads, the background count)."""
+    con = sqlite3.connect(f"file:{settings['store']}?mode=ro", uri=True, check_same_thread=False)
+    prepare(con, settings.get("fts"))
+    return con
+
+
+@hookimpl
+def startup(datasette: Any) -> None:
+    settings = config(datasette)
+    if settings.get("store"):
+        _summaries[id(datasette)] = Summary(lambda: _connect(settings))
 
 
 @hookimpl
@@ -123,9 +142,14 @@ async def search_page(request: Any, datasette: Any) -> Response:
         return await _render(datasette, request, "trawl_search.html", {"error": str(exc)}, 400)
     db = datasette.get_database(settings["database"])
 
+    summary = _summaries.get(id(datasette))
+    counted = summary.get() if summary is not None and q in ("", "*") and not words else None
+
     def work(con: sqlite3.Connection) -> tuple:
         rows = [] if collapse else finder.page(con, where, after)
         patterns = finder.patterns(con, where, collapse) if collapse else None
+        if counted is not None:
+            return counted.total, rows, patterns, counted.facets
         return finder.count(con, where), rows, patterns, finder.facets(con, where)
 
     total, rows, patterns, facets = await db.execute_fn(work)
@@ -148,6 +172,7 @@ async def search_page(request: Any, datasette: Any) -> Response:
             "facets": facet_links,
             "more": more,
             "day": finder.day,
+            "counted_at": counted.at if counted is not None else "",
         },
     )
 
@@ -175,13 +200,8 @@ async def export(request: Any, datasette: Any) -> Any:
         return Response.text(f"{exc}\n", status=400)
     store = Path(settings["store"])
 
-    def connect() -> sqlite3.Connection:
-        con = sqlite3.connect(f"file:{store}?mode=ro", uri=True, check_same_thread=False)
-        prepare(con, settings.get("fts"))
-        return con
-
     async def send(writer: Any) -> None:
-        await exports.stream(connect, where, fmt, collapse, writer)
+        await exports.stream(lambda: _connect(settings), where, fmt, collapse, writer)
 
     disposition = f'attachment; filename="{exports.filename(store, suffix, collapse)}"'
     return AsgiStream(send, headers={"content-disposition": disposition}, content_type=content_type)

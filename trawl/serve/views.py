@@ -88,7 +88,7 @@ VIEWS: tuple[View, ...] = (
         "The URLs first stored by the most recent crawl (every source of a crawl all), as trawl"
         " report new lists them.",
         f"SELECT {_URL_COLUMNS}, r.source AS found_by FROM urls AS u JOIN runs AS r ON r.run = u.first_run"
-        f" WHERE u.first_run IN ({_LAST_JOB_RUNS}) ORDER BY u.url",
+        f" WHERE u.first_run IN ({_LAST_JOB_RUNS}) ORDER BY u.first_run, u.url",
         ("urls", "runs"),
     ),
     View(
