@@ -28,22 +28,19 @@ What the site holds, on every host:
 
 from __future__ import annotations
 
-import datetime
 import hashlib
-import http.client
-import select
-import socket
 import ssl
 import tempfile
 import threading
 from collections import defaultdict
 from collections.abc import Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from tests.servers.certificates import self_signed
 from tests.servers.devpages import body_for, mime_of
+from tests.servers.forwardproxy import ForwardProxy
 from tests.servers.local import Answer, LocalServer, SeenRequest
 
 SERVER = "TrawlDevSite/1.0"
@@ -203,132 +200,32 @@ class DevTlsSite(LocalServer):
 
 def make_certificate(domain: str, directory: Path) -> tuple[Path, Path]:
     """A self-signed certificate for ``domain`` and ``*.domain``, valid from a day ago for a year."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, domain)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=365))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.DNSName(domain), x509.DNSName(f"*.{domain}")]), critical=False
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return cert_path, key_path
+    return self_signed(directory, [domain, f"*.{domain}"])
 
 
-class DevProxy:
+class DevProxy(ForwardProxy):
     """A forward proxy to :class:`DevSite` (``GET``) and :class:`DevTlsSite` (``CONNECT``), for the
     hosts of ``domain`` only; every request line in :attr:`requests`."""
 
-    #: Seconds a tunnel waits for a byte either way before it closes.
-    TUNNEL_IDLE = 30
-    host = "127.0.0.1"
-    port = 0
-
     def __init__(self, domain: str, web_port: int, tls_port: int) -> None:
+        super().__init__(web_port, tls_port)
         self.domain = domain
-        self.web_port = web_port
-        self.tls_port = tls_port
-        self.requests: list[str] = []
-        self._httpd: ThreadingHTTPServer | None = None
 
     @property
-    def url(self) -> str:
-        assert self._httpd is not None
-        return f"http://{self.host}:{self._httpd.server_address[1]}"
-
-    base_url = url
+    def base_url(self) -> str:
+        return self.url
 
     def serves(self, host: str) -> bool:
         host = host.lower()
         return host == self.domain or host.endswith("." + self.domain)
 
-    def __enter__(self) -> DevProxy:
-        proxy = self
+    def reaches_plain(self, host: str) -> bool:
+        return self.serves(host)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    def reaches_tls(self, host: str, port: str) -> bool:
+        return self.serves(host) and port == "443"
 
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_CONNECT(self) -> None:  # noqa: N802 - http.server's naming
-                proxy.requests.append(f"CONNECT {self.path}")
-                host, _, port = self.path.rpartition(":")
-                if not proxy.serves(host) or port != "443":
-                    self.send_error(502, f"the dev proxy reaches only *.{proxy.domain}:443 over TLS")
-                    return
-                upstream = socket.create_connection(("127.0.0.1", proxy.tls_port))
-                self.send_response(200, "Connection established")
-                self.end_headers()
-                sockets = [self.connection, upstream]
-                try:
-                    while True:
-                        ready, _, _ = select.select(sockets, [], [], proxy.TUNNEL_IDLE)
-                        if not ready:
-                            break
-                        for sock in ready:
-                            data = sock.recv(65536)
-                            if not data:
-                                return
-                            (upstream if sock is self.connection else self.connection).sendall(data)
-                except OSError:
-                    pass
-                finally:
-                    upstream.close()
-                    self.close_connection = True
-
-            def do_GET(self) -> None:  # noqa: N802
-                proxy.requests.append(f"GET {self.path}")
-                parts = urlsplit(self.path)
-                if parts.scheme != "http" or not proxy.serves(parts.hostname or ""):
-                    self.send_error(502, f"the dev proxy reaches only http://*.{proxy.domain}")
-                    return
-                headers = {k: v for k, v in self.headers.items() if k.lower() != "proxy-connection"}
-                headers["Host"] = parts.netloc
-                conn = http.client.HTTPConnection("127.0.0.1", proxy.web_port, timeout=30)
-                try:
-                    target = parts.path + (f"?{parts.query}" if parts.query else "")
-                    conn.request("GET", target or "/", headers=headers)
-                    answer = conn.getresponse()
-                    body = answer.read()
-                finally:
-                    conn.close()
-                try:
-                    self.send_response(answer.status)
-                    for name, value in answer.getheaders():
-                        if name.lower() not in ("content-length", "connection", "transfer-encoding"):
-                            self.send_header(name, value)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading
-                    self.close_connection = True
-
-        self._httpd = ThreadingHTTPServer((self.host, self.port), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
+    def refusal(self, tls: bool) -> str:
+        if tls:
+            return f"the dev proxy reaches only *.{self.domain}:443 over TLS"
+        return f"the dev proxy reaches only http://*.{self.domain}"

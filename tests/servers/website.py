@@ -25,23 +25,22 @@ Every request is logged as ``(host, path?query)`` in :attr:`Website.seen`.
 from __future__ import annotations
 
 import datetime
-import http.client
-import select
-import socket
 import ssl
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 try:
     from tests.servers import shop
+    from tests.servers.certificates import self_signed
+    from tests.servers.forwardproxy import ForwardProxy
     from tests.servers.local import Answer, LocalServer, SeenRequest
 except ImportError:  # run from tests/ (pywb's own top-level ``tests`` package can shadow ours)
     from servers import shop  # type: ignore[no-redef]
+    from servers.certificates import self_signed  # type: ignore[no-redef]
+    from servers.forwardproxy import ForwardProxy  # type: ignore[no-redef]
     from servers.local import Answer, LocalServer, SeenRequest  # type: ignore[no-redef]
 
 WWW = "www.example.com"
@@ -139,37 +138,13 @@ class Website(LocalServer):
 
 def make_certificate(directory: Path) -> tuple[Path, Path]:
     """A self-signed certificate for ``secure.example.com`` that expired on 2020-01-01."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name(
-        [
-            x509.NameAttribute(NameOID.COMMON_NAME, SECURE),
-            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Trawl Test"),
-        ]
+    return self_signed(
+        directory,
+        [SECURE],
+        not_before=datetime.datetime(2019, 1, 1, tzinfo=datetime.timezone.utc),
+        not_after=TLS_NOT_AFTER,
+        organization="Trawl Test",
     )
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(1)
-        .not_valid_before(datetime.datetime(2019, 1, 1, tzinfo=datetime.timezone.utc))
-        .not_valid_after(TLS_NOT_AFTER)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(SECURE)]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return cert_path, key_path
 
 
 class TlsSite(LocalServer):
@@ -200,83 +175,15 @@ class TlsSite(LocalServer):
         return int(self._httpd.server_address[1])
 
 
-class HostProxy:
+class HostProxy(ForwardProxy):
     """A forward proxy for ``*.example.com``: plain requests to :class:`Website`, ``CONNECT`` to
-    :class:`TlsSite`; it logs each request line (``GET http://...``, ``CONNECT host:443``)."""
+    :class:`TlsSite` for ``secure.example.com`` only; it logs each request line (``GET http://...``,
+    ``CONNECT host:443``)."""
 
-    def __init__(self, web_port: int, tls_port: int) -> None:
-        self.web_port = web_port
-        self.tls_port = tls_port
-        self.requests: list[str] = []
-        self._httpd: ThreadingHTTPServer | None = None
+    TUNNEL_IDLE = 5.0
 
-    @property
-    def url(self) -> str:
-        assert self._httpd is not None
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+    def reaches_tls(self, host: str, port: str) -> bool:
+        return host == SECURE
 
-    def __enter__(self) -> HostProxy:
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_CONNECT(self) -> None:  # noqa: N802 - http.server's naming
-                proxy.requests.append(f"CONNECT {self.path}")
-                if self.path.split(":")[0].lower() != SECURE:
-                    self.send_error(502, "no https on this host")
-                    return
-                upstream = socket.create_connection(("127.0.0.1", proxy.tls_port))
-                self.send_response(200, "Connection established")
-                self.end_headers()
-                sockets = [self.connection, upstream]
-                try:
-                    while True:
-                        ready, _, _ = select.select(sockets, [], [], 5)
-                        if not ready:
-                            break
-                        for sock in ready:
-                            data = sock.recv(65536)
-                            if not data:
-                                return
-                            (upstream if sock is self.connection else self.connection).sendall(data)
-                finally:
-                    upstream.close()
-                    self.close_connection = True
-
-            def do_GET(self) -> None:  # noqa: N802
-                proxy.requests.append(f"GET {self.path}")
-                parts = urlsplit(self.path)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("proxy-connection",)}
-                headers["Host"] = parts.netloc
-                conn = http.client.HTTPConnection("127.0.0.1", proxy.web_port, timeout=30)
-                try:
-                    target = parts.path + (f"?{parts.query}" if parts.query else "")
-                    conn.request("GET", target or "/", headers=headers)
-                    answer = conn.getresponse()
-                    body = answer.read()
-                finally:
-                    conn.close()
-                try:
-                    self.send_response(answer.status)
-                    for name, value in answer.getheaders():
-                        if name.lower() not in ("content-length", "connection", "transfer-encoding"):
-                            self.send_header(name, value)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):  # the client stopped reading (a body cap)
-                    self.close_connection = True
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        threading.Thread(target=self._httpd.serve_forever, args=(0.05,), daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._httpd is not None:
-            self._httpd.shutdown()
-            self._httpd.server_close()
+    def refusal(self, tls: bool) -> str:
+        return "no https on this host"
