@@ -50,8 +50,14 @@ def split_sets(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def stage(con: sqlite3.Connection, sql: str, frame: pl.DataFrame) -> None:
-    """The batch into the staging table (emptied first); every row or ``StoreError``."""
-    rows = frame.select(pl.col(c).list.join(",") if c in _SETS else pl.col(c) for c in STAGED)
+    """The batch into the staging table (emptied first); every row or ``StoreError``.
+
+    In URL order: each row is an insert into the staging table's B-tree and a look-up in
+    ``urls``'s, and in key order the next row's pages are the ones just used (a CDX page
+    comes in SURT order, which scatters http/https and the hosts: 6.4 against 5.1 µs a
+    row staged in random order, bench_store_write).
+    """
+    rows = frame.select(pl.col(c).list.join(",") if c in _SETS else pl.col(c) for c in STAGED).sort("url")
     con.execute("DELETE FROM temp.staging_urls")
     staged = con.executemany(sql, rows.iter_rows()).rowcount
     if staged != frame.height:
