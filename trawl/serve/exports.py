@@ -30,11 +30,26 @@ CHUNK = 64 * 1024
 _END = object()
 
 
+class _Gone(Exception):
+    """The browser went away: the download stops."""
+
+
 class _Chunks:
     """A text file whose writes go to a queue in chunks of :data:`CHUNK` characters."""
 
-    def __init__(self, out: queue.Queue) -> None:
-        self.out, self.parts, self.size = out, [], 0
+    def __init__(self, out: queue.Queue, gone: threading.Event) -> None:
+        self.out, self.gone, self.parts, self.size = out, gone, [], 0
+
+    def put(self, item: object) -> None:
+        """Wait for room in the queue, unless the reader is gone (then its connection is freed)."""
+        while True:
+            if self.gone.is_set():
+                raise _Gone
+            try:
+                self.out.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                continue
 
     def write(self, text: str) -> int:
         self.parts.append(text)
@@ -45,18 +60,23 @@ class _Chunks:
 
     def flush(self) -> None:
         if self.parts:
-            self.out.put("".join(self.parts))
+            self.put("".join(self.parts))
             self.parts, self.size = [], 0
 
 
 def produce(
-    connect: Callable[[], sqlite3.Connection], where: Where, fmt: str, collapse: str, out: queue.Queue
+    connect: Callable[[], sqlite3.Connection],
+    where: Where,
+    fmt: str,
+    collapse: str,
+    out: queue.Queue,
+    gone: threading.Event,
 ) -> None:
     """Write every matching URL (or pattern) in ``fmt`` into ``out``, then the end marker."""
+    chunks = _Chunks(out, gone)
     try:
         con = connect()
         try:
-            chunks = _Chunks(out)
             if collapse:
                 write_patterns(chunks, all_records(con, where), collapse, None, fmt)  # type: ignore[arg-type]
             else:
@@ -64,9 +84,17 @@ def produce(
             chunks.flush()
         finally:
             con.close()
+    except _Gone:
+        return
     except Exception as exc:  # noqa: BLE001 - the response has started: end it, say why in the log
-        out.put(exc)
-    out.put(_END)
+        try:
+            chunks.put(exc)
+        except _Gone:
+            return
+    try:
+        chunks.put(_END)
+    except _Gone:
+        return
 
 
 async def stream(
@@ -74,16 +102,20 @@ async def stream(
 ) -> None:
     """Send the export through datasette's response ``writer`` as the thread produces it."""
     chunks: queue.Queue = queue.Queue(maxsize=16)
-    thread = threading.Thread(target=produce, args=(connect, where, fmt, collapse, chunks), daemon=True)
+    gone = threading.Event()
+    thread = threading.Thread(target=produce, args=(connect, where, fmt, collapse, chunks, gone), daemon=True)
     thread.start()
     loop = asyncio.get_running_loop()
-    while True:
-        item = await loop.run_in_executor(None, chunks.get)
-        if item is _END:
-            break
-        if isinstance(item, Exception):
-            raise item
-        await writer.write(item)
+    try:
+        while True:
+            item = await loop.run_in_executor(None, chunks.get)
+            if item is _END:
+                break
+            if isinstance(item, Exception):
+                raise item
+            await writer.write(item)
+    finally:
+        gone.set()  # a browser that went away (or an error): the thread stops at its next chunk
 
 
 def filename(store: Path, suffix: str, collapse: str = "") -> str:
