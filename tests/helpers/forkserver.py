@@ -39,9 +39,13 @@ WARM = (
     "trawl.cli",
     "trawl.settings",
     "trawl.sources.builtin",
-    "trawl.stores.sqlite",
-    "trawl.stores.postgresql",
-    "trawl.stores.elasticsearch",
+    # The plugins import these on first use (trawl.lazyclasses); every crawl uses one or more.
+    "trawl.stores.sqlite.store",
+    "trawl.stores.postgresql.store",
+    "trawl.stores.elasticsearch.store",
+    "trawl.stores.elasticsearch.search",
+    "trawl.metrics.collector",
+    "trawl.sources.crates.alerts.send",
     "polars",
     "pyarrow",
     "psycopg",
@@ -58,6 +62,10 @@ def _warm() -> None:
             pass
     from scrapy.utils.misc import walk_modules_iter
 
+    from trawl.sources.builtin import SOURCES
+
+    for name in SOURCES:  # the sources are imported on first use
+        SOURCES[name]
     for _ in walk_modules_iter("trawl.commands"):
         pass
     # A fork copies only the forking thread, and the run installs its own reactor.
