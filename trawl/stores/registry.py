@@ -10,6 +10,8 @@ syntax tree, which each store translates for itself).
 
 from __future__ import annotations
 
+from collections import ChainMap
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -37,12 +39,14 @@ def uri_scheme(uri: str) -> str:
     return scheme.split("+", 1)[0]
 
 
-def store_classes(pm: pluggy.PluginManager) -> dict[str, type[WritingStore]]:
-    """All stores the registered plugins offer, by URI scheme."""
-    classes: dict[str, type[WritingStore]] = {}
-    for registered in pm.hook.trawl_register_stores():
-        classes.update(registered or {})
-    return classes
+def store_classes(pm: pluggy.PluginManager) -> Mapping[str, type[WritingStore]]:
+    """All stores the registered plugins offer, by URI scheme; a later plugin's scheme wins.
+
+    A class is looked up in its plugin's mapping only when asked for: the built-ins
+    register theirs by import path (:class:`~trawl.lazyclasses.LazyClasses`), so
+    reading a SQLite store does not import psycopg.
+    """
+    return ChainMap(*reversed([registered for registered in pm.hook.trawl_register_stores() if registered]))
 
 
 def store_class(

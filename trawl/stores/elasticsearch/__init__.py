@@ -22,13 +22,22 @@ docs/elasticsearch.md.
 from __future__ import annotations
 
 from trawl import hookimpl
-from trawl.stores.elasticsearch.search import ElasticsearchSearcher
-from trawl.stores.elasticsearch.store import ElasticsearchStore
+from trawl.lazyclasses import LazyClasses, lazy_attributes
+
+# Imported on first use: registering the plugin costs a command that reads another store nothing.
+__getattr__ = lazy_attributes(
+    __name__,
+    {
+        "ElasticsearchSearcher": "trawl.stores.elasticsearch.search:ElasticsearchSearcher",
+        "ElasticsearchStore": "trawl.stores.elasticsearch.store:ElasticsearchStore",
+    },
+)
+_STORES = LazyClasses({"elasticsearch": "trawl.stores.elasticsearch.store:ElasticsearchStore"})
 
 
 @hookimpl
-def trawl_register_stores() -> dict[str, type[ElasticsearchStore]]:
-    return {"elasticsearch": ElasticsearchStore}
+def trawl_register_stores() -> LazyClasses:
+    return _STORES
 
 
 __all__ = ["ElasticsearchSearcher", "ElasticsearchStore", "trawl_register_stores"]

@@ -9,11 +9,18 @@
 from __future__ import annotations
 
 from trawl import hookimpl
-from trawl.stores.sqlite.store import SqliteStore, sqlite_path
+from trawl.lazyclasses import LazyClasses, lazy_attributes
 
 __all__ = ["SqliteStore", "sqlite_path", "trawl_register_stores"]
 
+# Imported on first use: registering the plugin costs a command that reads no store nothing.
+_STORE = "trawl.stores.sqlite.store:SqliteStore"
+__getattr__ = lazy_attributes(
+    __name__, {"SqliteStore": _STORE, "sqlite_path": "trawl.stores.sqlite.store:sqlite_path"}
+)
+_STORES = LazyClasses({"sqlite": _STORE})
+
 
 @hookimpl
-def trawl_register_stores() -> dict[str, type[SqliteStore]]:
-    return {"sqlite": SqliteStore}
+def trawl_register_stores() -> LazyClasses:
+    return _STORES
