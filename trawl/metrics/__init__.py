@@ -23,13 +23,19 @@ import re
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from trawl.metrics.collector import set_queue_depth, watch_queue_depth
+from trawl.lazyclasses import lazy_attributes
 from trawl.settings_checks import Setting, fail, whole_value
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 __all__ = ["set_queue_depth", "settings_declared", "watch_queue_depth"]
+
+# prometheus_client, imported on first use: registering the plugin costs a read command nothing.
+__getattr__ = lazy_attributes(
+    __name__,
+    {name: f"trawl.metrics.collector:{name}" for name in ("set_queue_depth", "watch_queue_depth")},
+)
 
 _LABEL = r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
 _HOSTNAME = re.compile(rf"^(?=.{{1,253}}$){_LABEL}(\.{_LABEL})*$")

@@ -20,7 +20,6 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
 from scrapy.settings import BaseSettings
 
 from trawl.errors import TrawlUsageError
@@ -192,6 +191,8 @@ def _lookup(source: Mapping[str, object], name: str) -> object | None:
 
 def load_config_file(path: str) -> dict[str, object]:
     """Read a waymore ``config.yml``; unknown keys (API keys, webhooks) are ignored."""
+    import yaml  # only a run given a config file pays for it
+
     file = Path(path).expanduser()
     try:
         data = yaml.safe_load(file.read_text(encoding="utf-8"))

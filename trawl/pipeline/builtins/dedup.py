@@ -17,19 +17,25 @@ in 1 GB).
 
 from __future__ import annotations
 
-import polars as pl
+from typing import TYPE_CHECKING
 
 from trawl import hookimpl
-from trawl.pipeline.context import RunContext
-from trawl.pipeline.seen import SeenUrls
-from trawl.records.batches import Batch, UrlBatch
 from trawl.run import statkeys
+
+if TYPE_CHECKING:  # polars and the batches, imported by the hooks: registering costs a read command nothing
+    import polars as pl
+
+    from trawl.pipeline.context import RunContext
+    from trawl.pipeline.seen import SeenUrls
+    from trawl.records.batches import Batch, UrlBatch
 
 
 def _clean_sets(*columns: str) -> pl.Expr:
     """Drop empty values and sort, over the whole list column at once: filtering
     and sorting inside the aggregation, group by group, took 2.3 s per million
     captures against 1.4 s this way."""
+    import polars as pl
+
     value = pl.element()
     return pl.col(*columns).list.eval(value.filter(value.is_not_null() & (value != "")).sort())
 
@@ -38,6 +44,10 @@ def _clean_sets(*columns: str) -> pl.Expr:
 def trawl_dedup_batch(batch: Batch, context: RunContext) -> UrlBatch | None:
     if batch.kind != "capture":
         return None
+    import polars as pl
+
+    from trawl.records.batches import UrlBatch
+
     frame = batch.frame
     stamp = pl.col("timestamp")
     dated = stamp.filter(stamp.is_not_null() & (stamp != ""))
@@ -77,6 +87,8 @@ def trawl_batch_stored(batch: Batch, new: int, context: RunContext) -> None:
         return
     stats = context.stats
     if context.store is None:
+        from trawl.pipeline.seen import SeenUrls
+
         # No store (exports only): which URLs this run passed on already, from memory.
         seen_urls: SeenUrls = context.state.setdefault(__name__, SeenUrls())
         seen = seen_urls.add(batch.frame.get_column("url"))
@@ -88,4 +100,6 @@ def trawl_batch_stored(batch: Batch, new: int, context: RunContext) -> None:
     stats.inc_value(statkeys.URLS_UNIQUE, len(batch) - repeats)
     if context.inputs.get("new_only"):
         # -a new_only=true: the exports get only the URLs the store did not know.
+        import polars as pl
+
         batch.frame = batch.frame.filter(pl.col("new"))

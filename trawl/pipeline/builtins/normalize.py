@@ -9,13 +9,14 @@ columns and the one-record-per-line exports. And it counts the captures
 
 from __future__ import annotations
 
-import polars as pl
+from typing import TYPE_CHECKING
 
 from trawl import hookimpl
-from trawl.pipeline.context import RunContext
-from trawl.records.batches import Batch
-from trawl.records.canonical import canonicalize_series
 from trawl.run import statkeys
+
+if TYPE_CHECKING:  # polars, imported by the hook: registering costs a read command nothing
+    from trawl.pipeline.context import RunContext
+    from trawl.records.batches import Batch
 
 _UNSAFE = r'[,"\\\x00-\x1f\x7f]'
 
@@ -24,6 +25,10 @@ _UNSAFE = r'[,"\\\x00-\x1f\x7f]'
 def trawl_normalize_batch(batch: Batch, context: RunContext) -> None:
     if batch.kind != "capture":
         return
+    import polars as pl
+
+    from trawl.records.canonical import canonicalize_series
+
     frame = batch.frame
     context.stats.inc_value(statkeys.CAPTURES, frame.height)  # as the source reported them
     # Archives repeat a URL once per capture: each distinct string is

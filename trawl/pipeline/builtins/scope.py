@@ -8,12 +8,16 @@ record, whatever the source: once per distinct host, then mapped over the rows.
 
 from __future__ import annotations
 
-import polars as pl
+from typing import TYPE_CHECKING
 
 from trawl import hookimpl
-from trawl.pipeline.context import RunContext
-from trawl.records.batches import Batch
 from trawl.run import statkeys
+
+if TYPE_CHECKING:  # polars, imported by the hook: registering costs a read command nothing
+    import polars as pl
+
+    from trawl.pipeline.context import RunContext
+    from trawl.records.batches import Batch
 
 
 @hookimpl
@@ -26,6 +30,8 @@ def trawl_filter_batch(batch: Batch, context: RunContext) -> pl.Series | None:
     if target is None:
         keep = hosts.is_not_null()
     else:
+        import polars as pl
+
         uniques = hosts.drop_nulls().unique()
         verdicts = [target.in_scope(h) for h in uniques.to_list()]
         keep = hosts.replace_strict(uniques, verdicts, default=False, return_dtype=pl.Boolean).fill_null(

@@ -10,26 +10,34 @@ pass (polars ``contains_any``), dates as string comparisons on the column.
 from __future__ import annotations
 
 from collections.abc import Callable
-
-import polars as pl
+from typing import TYPE_CHECKING
 
 from trawl import hookimpl
-from trawl.pipeline.context import RunContext
-from trawl.pipeline.filters import FILTER_SETTINGS, FilterConfig
-from trawl.records.batches import Batch
+from trawl.pipeline.filters import FILTER_SETTINGS
 from trawl.run import statkeys
+
+if TYPE_CHECKING:  # polars, imported by the masks: registering costs a read command nothing
+    import polars as pl
+
+    from trawl.pipeline.context import RunContext
+    from trawl.pipeline.filters import FilterConfig
+    from trawl.records.batches import Batch
 
 #: The waymore filter settings this plugin applies (declared with the filters: trawl.pipeline.filters).
 settings_declared = FILTER_SETTINGS
 
 
 def _by_value(column: pl.Series, allowed: Callable[[str], bool]) -> pl.Series:
+    import polars as pl
+
     uniques = column.drop_nulls().unique()
     verdicts = [allowed(v) for v in uniques.to_list()]
     return column.replace_strict(uniques, verdicts, default=True, return_dtype=pl.Boolean).fill_null(True)
 
 
 def _url_mask(urls: pl.Series, config: FilterConfig) -> pl.Series:
+    import polars as pl
+
     text = urls.fill_null("")
     keep = pl.Series([True] * len(text))
     if config.filter_url:
@@ -41,6 +49,8 @@ def _url_mask(urls: pl.Series, config: FilterConfig) -> pl.Series:
 
 def _date_mask(stamps: pl.Series, config: FilterConfig) -> pl.Series:
     """Inclusive at both ends: ``to_date=2020`` keeps all of 2020 (as CDX does)."""
+    import polars as pl
+
     text = stamps.fill_null("")
     keep = pl.Series([True] * len(text))
     if config.from_date:
@@ -55,6 +65,8 @@ def trawl_filter_batch(batch: Batch, context: RunContext) -> pl.Series | None:
     config: FilterConfig | None = context.filters
     if config is None or batch.kind != "capture" or not len(batch):
         return None
+    import polars as pl
+
     frame = batch.frame
     keep = pl.Series([True] * frame.height)
     checks: list[tuple[str, Callable[[], pl.Series]]] = []

@@ -17,13 +17,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trawl import hookimpl
+from trawl.lazyclasses import lazy_attributes
 from trawl.settings_checks import Setting, text
-from trawl.sources.crates.alerts.send import check_alerts
 
 if TYPE_CHECKING:
     from trawl.run.summary import RunSummary
 
 SOURCE = "crates"
+
+# The rules' evaluation (polars, the store), imported on first use: registering costs a read command nothing.
+__getattr__ = lazy_attributes(__name__, {"check_alerts": "trawl.sources.crates.alerts.send:check_alerts"})
 
 settings_declared = {
     "CRATES_WATCH_FILE": Setting(
@@ -46,6 +49,8 @@ def trawl_run_finished(summary: RunSummary) -> None:
     uri = str(settings.get("STORE_URI") or "").strip() if settings is not None else ""
     if not uri or not any(s.source == SOURCE for s in summary.sources):
         return
+    from trawl.sources.crates.alerts.send import check_alerts
+
     check_alerts(settings, uri)
 
 
