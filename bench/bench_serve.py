@@ -138,11 +138,13 @@ def page(base: str, file: Path, label: str, query: str, runs: int) -> None:
     for _ in range(runs):
         took, body = get(url)
         times.append(took)
-    timed_out = body.count('class="trawl-timeout"')
+    shown = body.count('class="trawl-facet"') - body.count('class="trawl-timeout"')
     counted = "counted" if "can be counted" not in body else "count timed out"
+    if "trawl-counting" in body:
+        counted = "count and facets being counted in the background"
     print(
         f"page {label:14} {query!r:32} {statistics.median(times):.2f} s (min {min(times):.2f},"
-        f" max {max(times):.2f}), {6 - timed_out}/6 facets, {counted};"
+        f" max {max(times):.2f}), {shown}/6 facets, {counted};"
         f" floor (100 URLs, no facets) {floor(file, query, runs):.3f} s  (load {uptime()})",
         flush=True,
     )

@@ -143,13 +143,17 @@ async def search_page(request: Any, datasette: Any) -> Response:
     db = datasette.get_database(settings["database"])
 
     summary = _summaries.get(id(datasette))
-    counted = summary.get() if summary is not None and q in ("", "*") and not words else None
+    everything = summary is not None and q in ("", "*") and not words
+    counted = summary.get() if everything else None
+    counting = everything and counted is None and summary.counting
 
     def work(con: sqlite3.Connection) -> tuple:
         rows = [] if collapse else finder.page(con, where, after)
         patterns = finder.patterns(con, where, collapse) if collapse else None
         if counted is not None:
             return counted.total, rows, patterns, counted.facets
+        if counting:
+            return None, rows, patterns, []
         return finder.count(con, where), rows, patterns, finder.facets(con, where)
 
     total, rows, patterns, facets = await db.execute_fn(work)
@@ -173,6 +177,7 @@ async def search_page(request: Any, datasette: Any) -> Response:
             "more": more,
             "day": finder.day,
             "counted_at": counted.at if counted is not None else "",
+            "counting": counting,
         },
     )
 

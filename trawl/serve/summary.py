@@ -4,8 +4,10 @@ The page everyone opens first selects every URL: on 5,000,000 URLs its six
 facets take a minute of scans (``ext`` parses each URL), far past a page's
 budget, so they would all show "timed out". A thread counts them without a time
 limit on a connection of its own when the server starts; until it is done the
-page shows what its budget allows, then these, with the time they were counted
-(a crawl writing since is not in them; a query or a restart counts again).
+unfiltered page lists URLs and says the facets are being counted (trying them in
+the page's budget would only add 0.75 s and time out), then shows these, with
+the time they were counted (a crawl writing since is not in them; a query or a
+restart counts again).
 """
 
 from __future__ import annotations
@@ -50,6 +52,10 @@ class Summary:
 
     def get(self) -> Counted | None:
         return self._counted
+
+    @property
+    def counting(self) -> bool:
+        return self._thread.is_alive()
 
     def wait(self, seconds: float) -> Counted | None:
         self._thread.join(seconds)
