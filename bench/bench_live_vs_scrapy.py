@@ -22,8 +22,9 @@ from ``/``, such as the package's dangling symlinks) and ``invented`` (no page
 links it: a guessed ``/sitemap.xml``, a path made from a script's text), and
 ``unfetched``: pages reachable from ``/`` through ``<a href>`` that the crawler
 never asked (each crawler should fetch every one); wall, CPU (user+system of
-the process and its children) and peak RSS (the sum over the process tree,
-sampled every 50 ms, so any worker process counts). ``BENCH_PROFILE=FILE``
+the process and its children) and peak RSS and PSS (each the sum over the
+process tree, sampled every 50 ms, so any worker process counts; PSS splits the
+pages the pool's processes share instead of counting them in each). ``BENCH_PROFILE=FILE``
 writes a cProfile of trawl's crawl process there; ``BENCH_TIMELINE=1`` prints
 each crawl's RSS every 5 s; ``BENCH_TRACEMALLOC=SECONDS`` with
 ``BENCH_TRACEMALLOC_OUT=FILE`` writes trawl's biggest Python allocations then
@@ -80,28 +81,33 @@ class Docs(CrawlSpider):
 #: Runs trawl's command line in this process (profiled when BENCH_PROFILE names a file).
 MEASURED = r"""
 import sys, atexit, os
-if os.environ.get("BENCH_PROFILE"):
-    import cProfile, pstats
-    _prof = cProfile.Profile(); _prof.enable()
-    atexit.register(lambda: (_prof.disable(), pstats.Stats(_prof, stream=open(os.environ["BENCH_PROFILE"], "w")).sort_stats("cumulative").print_stats(60)))
-if os.environ.get("BENCH_TRACEMALLOC"):  # the biggest live allocations, N seconds in
-    import threading, time, tracemalloc
-    tracemalloc.start(8)
-    def _snap():
-        time.sleep(float(os.environ["BENCH_TRACEMALLOC"]))
-        top = tracemalloc.take_snapshot().statistics("traceback")[:12]
-        with open(os.environ["BENCH_TRACEMALLOC_OUT"], "w") as out:
-            for stat in top:
-                out.write(f"{stat.size >> 20} MB {stat.count} blocks\n" + "\n".join(stat.traceback.format()[-8:]) + "\n\n")
-    threading.Thread(target=_snap, daemon=True).start()
-from trawl.cli import main
-sys.argv = ["trawl", *sys.argv[1:]]
-main()
+if __name__ == "__main__":  # the mining pool's forkserver and workers import this file too
+    if os.environ.get("BENCH_PROFILE"):
+        import cProfile, pstats
+        _prof = cProfile.Profile(); _prof.enable()
+        atexit.register(lambda: (_prof.disable(), pstats.Stats(_prof, stream=open(os.environ["BENCH_PROFILE"], "w")).sort_stats("cumulative").print_stats(60)))
+    if os.environ.get("BENCH_TRACEMALLOC"):  # the biggest live allocations, N seconds in
+        import threading, time, tracemalloc
+        tracemalloc.start(8)
+        def _snap():
+            time.sleep(float(os.environ["BENCH_TRACEMALLOC"]))
+            top = tracemalloc.take_snapshot().statistics("traceback")[:12]
+            with open(os.environ["BENCH_TRACEMALLOC_OUT"], "w") as out:
+                for stat in top:
+                    out.write(f"{stat.size >> 20} MB {stat.count} blocks\n" + "\n".join(stat.traceback.format()[-8:]) + "\n\n")
+        threading.Thread(target=_snap, daemon=True).start()
+    from trawl.cli import main
+    sys.argv = ["trawl", *sys.argv[1:]]
+    main()
 """
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of ``pid`` and its descendants (from /proc)."""
+def tree_memory(pid: int) -> tuple[int, int]:
+    """Resident and proportional (PSS) bytes of ``pid`` and its descendants (from /proc).
+
+    The RSS sum counts a page shared by several processes of the tree (the mining
+    pool's forkserver and workers share the interpreter's) once in each; PSS splits it.
+    """
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
     for entry in os.listdir("/proc"):
@@ -114,12 +120,25 @@ def tree_rss(pid: int) -> int:
             continue
         children.setdefault(int(fields[1]), []).append(int(entry))
         rss[int(entry)] = int(fields[21]) * 4096
-    total, todo = 0, [pid]
+    total, pss, todo = 0, 0, [pid]
     while todo:
         current = todo.pop()
         total += rss.get(current, 0)
+        pss += proportional(current)
         todo.extend(children.get(current, ()))
-    return total
+    return total, pss
+
+
+def proportional(pid: int) -> int:
+    """A process's PSS in bytes (0 once it has ended)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as rollup:
+            for line in rollup:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
 
 
 def measured(command: list[str], env: dict[str, str], cwd: Path) -> dict[str, float]:
@@ -128,10 +147,10 @@ def measured(command: list[str], env: dict[str, str], cwd: Path) -> dict[str, fl
     start = time.monotonic()
     proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=open(cwd / "crawl.log", "w"))  # fmt: skip
-    peak, timeline = 0, []
+    peak, peak_pss, timeline = 0, 0, []
     while proc.poll() is None:
-        rss = tree_rss(proc.pid)
-        peak = max(peak, rss)
+        rss, pss = tree_memory(proc.pid)
+        peak, peak_pss = max(peak, rss), max(peak_pss, pss)
         if not timeline or time.monotonic() - start >= timeline[-1][0] + 5:
             timeline.append((time.monotonic() - start, rss >> 20))
         time.sleep(0.05)
@@ -140,7 +159,13 @@ def measured(command: list[str], env: dict[str, str], cwd: Path) -> dict[str, fl
         print(command[2] if len(command) > 2 else command[0], "RSS MB by second:", timeline)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {"wall": wall, "cpu": cpu, "rss": peak / (1 << 20), "rc": proc.returncode}
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "rss": peak / (1 << 20),
+        "pss": peak_pss / (1 << 20),
+        "rc": proc.returncode,
+    }
 
 
 def free_port() -> int:
@@ -158,10 +183,13 @@ def site_log(log: Path, offset: int) -> list[tuple[str, int]]:
 
 @functools.cache
 def resolved(folder: str, value: str) -> str | None:
-    """The path a link in a page of ``folder`` names (None when it leaves the site's host)."""
+    """The path a link in a page of ``folder`` names (None: the page itself, or another host)."""
     import html
 
-    target = urlsplit(urljoin(f"http://{HOST}{folder}", html.unescape(value.split("#", 1)[0]).strip()))
+    value = html.unescape(value.split("#", 1)[0]).strip()
+    if not value or value.startswith("?"):
+        return None  # the page itself (href="#..."): it is no other page's link
+    target = urlsplit(urljoin(f"http://{HOST}{folder}", value))
     return unquote(target.path) if target.hostname == HOST else None
 
 
@@ -283,13 +311,13 @@ def main() -> None:
           f"{len(reachable)} reachable from / through <a href>)")  # fmt: skip
     print(
         f"{'':8} {'pages':>6} {'unfetched':>9} {'repeats':>8} {'/ asked':>7} {'404 linked':>10} "
-        f"{'404 invented':>12} {'robots':>6} {'wall s':>7} {'CPU s':>6} {'RSS MB':>7}"
+        f"{'404 invented':>12} {'robots':>6} {'wall s':>7} {'CPU s':>6} {'RSS MB':>7} {'PSS MB':>7}"
     )
     for who, runs in results.items():
         for r in runs:
             print(f"{who:8} {r['pages']:>6} {len(r['unfetched']):>9} {r['repeats']:>8} {r['start']:>7} "
                   f"{r['linked404']:>10} {len(r['invented']):>12} {r['robots']:>6} "
-                  f"{r['wall']:>7.1f} {r['cpu']:>6.1f} {r['rss']:>7.0f}")  # fmt: skip
+                  f"{r['wall']:>7.1f} {r['cpu']:>6.1f} {r['rss']:>7.0f} {r['pss']:>7.0f}")  # fmt: skip
     for who, runs in results.items():
         last = runs[-1]
         if last["repeated"]:

@@ -100,7 +100,35 @@ def mine_body(body: bytes, url: str, mime: str | None) -> FileFindings:
     For the live crawl's scripts: they are not stored, so their bytes are sent
     (at most ``LIVE_JS_MAX_BYTES``, 1 MiB by default: a millisecond through the pipe).
     """
-    return extractor(DEFAULT_EXTRACTOR)(body, url, mime)
+    try:
+        return extractor(DEFAULT_EXTRACTOR)(body, url, mime)
+    finally:
+        release_memory()
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim`` (None elsewhere)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        trim: Any = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+    return trim  # type: ignore[no-any-return]
+
+
+def release_memory() -> None:
+    """Hand what a file's mining freed back to the system (glibc keeps it otherwise).
+
+    A worker that mined the Python documentation's search index (1 MiB of it)
+    stayed at 94 MB of RSS while the crawl went on; the pool's memory is the
+    crawl's too (the same run, the same machine). One ``malloc_trim`` costs a few ms.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
 
 
 def mine_files(jobs: list[Job], root: str, secrets: bool, dotted: str, max_bytes: int) -> list[Result]:
