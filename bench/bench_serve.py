@@ -104,7 +104,7 @@ def get(url: str) -> tuple[float, str]:
 
 
 def floor(file: Path, query: str, runs: int) -> float:
-    con = sqlite3.connect(f"file:{file}?mode=ro", uri=True)
+    con = sqlite3.connect(store.read_only(file), uri=True)
     plugin.prepare(con, None)
     where = finder.where_of(query)
     times = []

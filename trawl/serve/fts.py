@@ -19,6 +19,9 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote
+
+from trawl.serve.store import read_only
 
 #: The side file's schema: the index and what it has read of the store.
 SCHEMA = """
@@ -52,12 +55,12 @@ def update(store: Path) -> FtsUpdate:
     file = side_file(store)
     started = time.perf_counter()
     try:
-        con = sqlite3.connect(file, timeout=5)
+        con = sqlite3.connect(f"file:{quote(str(file))}", uri=True, timeout=5)
     except sqlite3.Error as exc:
         return FtsUpdate(None, 0, 0.0, f"cannot write {str(file)!r}: {exc}")
     try:
         con.executescript(SCHEMA)
-        con.execute("ATTACH ? AS store", (f"file:{store}?mode=ro",))
+        con.execute("ATTACH ? AS store", (read_only(store),))
         store_id = _store_id(con)
         row = con.execute("SELECT store_id, added_at FROM indexed").fetchone()
         if row is not None and row[0] != store_id:
@@ -85,7 +88,7 @@ def update(store: Path) -> FtsUpdate:
 def attach(con: sqlite3.Connection, file: Path | None) -> None:
     """Attach the side file read-only to a served connection (none: the words box is off)."""
     if file is not None:
-        con.execute(f"ATTACH ? AS {ATTACHED}", (f"file:{file}?mode=ro",))
+        con.execute(f"ATTACH ? AS {ATTACHED}", (read_only(file),))
 
 
 def match_expression(words: str) -> str:

@@ -26,6 +26,7 @@ from datasette.utils.asgi import AsgiStream, Response
 from trawl.search import QueryError
 from trawl.serve import charts, exports, finder
 from trawl.serve.fts import attach
+from trawl.serve.store import read_only
 from trawl.serve.summary import Summary
 from trawl.stores.sqlite.query import ensure_probe_table, register_sql_functions
 
@@ -56,7 +57,7 @@ _summaries: dict[int, Summary] = {}
 
 def _connect(settings: dict[str, Any]) -> sqlite3.Connection:
     """A read-only connection of trawl's own to the store (downloads, the background count)."""
-    con = sqlite3.connect(f"file:{settings['store']}?mode=ro", uri=True, check_same_thread=False)
+    con = sqlite3.connect(read_only(settings["store"]), uri=True, check_same_thread=False)
     prepare(con, settings.get("fts"))
     return con
 

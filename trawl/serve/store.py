@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from urllib.parse import quote
 
 from trawl.errors import StoreError, TrawlUsageError
 from trawl.stores.registry import uri_scheme
@@ -30,6 +31,11 @@ SERVE_INDEXES = {
 INDEX_BUSY_MS = 2000
 
 
+def read_only(file: Path | str) -> str:
+    """The SQLite URI that opens ``file`` read-only (quoted: a ``?`` or ``#`` in a path is not a query)."""
+    return f"file:{quote(str(file))}?mode=ro"
+
+
 def store_file(uri: str) -> Path:
     """The SQLite file of ``uri``; a store of another kind, or no file, is one line."""
     if uri_scheme(uri) != "sqlite":
@@ -44,7 +50,7 @@ def store_file(uri: str) -> Path:
     if not file.is_file():
         raise StoreError(f"no SQLite store at {str(file)!r} (run a crawl first, or give --store)")
     try:
-        with sqlite3.connect(f"file:{file}?mode=ro", uri=True) as con:
+        with sqlite3.connect(read_only(file), uri=True) as con:
             con.execute("SELECT 1 FROM urls LIMIT 1").fetchall()
     except sqlite3.Error as exc:
         raise StoreError(f"cannot read the SQLite store {str(file)!r}: {exc}") from None
@@ -53,7 +59,7 @@ def store_file(uri: str) -> Path:
 
 def tables(file: Path) -> set[str]:
     """The tables the store holds (the views of the other record kinds exist only where these do)."""
-    with sqlite3.connect(f"file:{file}?mode=ro", uri=True) as con:
+    with sqlite3.connect(read_only(file), uri=True) as con:
         return {name for (name,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
