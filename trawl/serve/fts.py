@@ -5,8 +5,8 @@ read-only, its write speed untouched: FTS5 triggers on ``urls`` would cost each
 crawl batch its tokenizing), and deleting the side file loses nothing. It is
 brought up to date at each ``trawl serve`` start: the URLs the store added since
 (``added_at`` after the last one indexed) are tokenized, so a restart costs one
-scan of ``urls`` (about 1 s on 5,000,000 URLs), the first build the whole
-tokenizing (``bench/bench_serve.py`` measures it). URLs a crawl adds while the
+scan of ``urls`` (8 s on 5,000,000 URLs at load 20), the first build the whole
+tokenizing (151 s there, a 496 MB side file: ``bench/bench_serve.py``). URLs a crawl adds while the
 server runs are found by the query box at once, by the words box after a restart.
 
 The tokenizer is FTS5's ``unicode61``: a URL's words are its runs of letters and
