@@ -26,12 +26,12 @@ from __future__ import annotations
 
 import gzip
 import socket
-import threading
 import time
 from collections.abc import Callable
 from functools import cache
-from types import TracebackType
 from typing import Literal
+
+from tests.servers.rawsocket import RawSocketServer
 
 Mode = Literal["endless", "bomb", "dribble"]
 CHUNK = 65536
@@ -54,7 +54,7 @@ def gzip_bomb(inflated: int) -> bytes:
     return member * count + tail
 
 
-class HostileServer:
+class HostileServer(RawSocketServer):
     def __init__(
         self,
         mode: Mode,
@@ -71,60 +71,11 @@ class HostileServer:
         self.dribble_bytes = dribble_bytes
         self.dribble_every = dribble_every
         self.content_type = content_type
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        self._sock.listen(64)
-        self._sock.settimeout(0.05)
-        self.port: int = self._sock.getsockname()[1]
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._conns: list[socket.socket] = []
+        self._open(f"HostileServer-{mode}")
         #: First lines of the requests received (``GET /path HTTP/1.1``).
         self.requests: list[str] = []
         #: Body bytes sent by the hostile answers, all connections together.
         self.sent = 0
-        self._thread = threading.Thread(target=self._serve, daemon=True, name=f"HostileServer-{mode}")
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with self._lock:
-                self._conns.append(conn)
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
-
-    def _read_head(self, conn: socket.socket, data: bytes) -> tuple[str, bytes] | None:
-        while b"\r\n\r\n" not in data:
-            if self._stop.is_set():
-                return None
-            try:
-                chunk = conn.recv(65536)
-            except TimeoutError:
-                continue
-            if not chunk:
-                return None
-            data += chunk
-        head, rest = data.split(b"\r\n\r\n", 1)
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value.strip() or 0)
-        while len(rest) < length and not self._stop.is_set():
-            try:
-                rest += conn.recv(65536)
-            except TimeoutError:
-                continue
-        return head.split(b"\r\n", 1)[0].decode("latin-1"), rest[length:]
 
     def _handle(self, conn: socket.socket) -> None:
         conn.settimeout(0.1)
@@ -134,7 +85,8 @@ class HostileServer:
                 got = self._read_head(conn, data)
                 if got is None:
                     return
-                line, data = got
+                lines, data = got
+                line = lines[0]
                 with self._lock:
                     self.requests.append(line)
                 path = line.split(" ")[1] if " " in line else "/"
@@ -184,25 +136,9 @@ class HostileServer:
         with self._lock:
             self.sent += sent
 
-    def __enter__(self) -> HostileServer:
+    def _prepare(self) -> None:
         if self.mode == "bomb":
             gzip_bomb(self.bomb_bytes)  # built before the first request, not during it
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        with self._lock:
-            for conn in self._conns:
-                try:
-                    conn.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                conn.close()
-        self._sock.close()
 
 
 #: The page of :func:`example_site` that gets the hostile answer.

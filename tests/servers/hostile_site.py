@@ -29,16 +29,16 @@ from __future__ import annotations
 import random
 import re
 import socket
-import threading
 import time
 from dataclasses import dataclass, field
-from types import TracebackType
 from urllib.parse import urlsplit
 
 try:
     from tests.servers.hostile import gzip_bomb
+    from tests.servers.rawsocket import RawSocketServer
 except ImportError:  # run from tests/
     from servers.hostile import gzip_bomb  # type: ignore[no-redef]
+    from servers.rawsocket import RawSocketServer  # type: ignore[no-redef]
 
 DOMAIN = "example.org"
 EVIL = "evil.example.net"
@@ -72,8 +72,10 @@ NOT_FOUND = Reply(404, html("Not found", "<h1>Not found</h1>"))
 
 
 @dataclass
-class HostileSite:
+class HostileSite(RawSocketServer):
     """The forward proxy and every host behind it."""
+
+    backlog = 128
 
     pages: dict[str, Reply] = field(default_factory=dict)
     #: What any other path of a host answers (a host that redirects every unknown path away).
@@ -86,20 +88,11 @@ class HostileSite:
     sent: int = 0
 
     def __post_init__(self) -> None:
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._sock.bind(("127.0.0.1", 0))
-        self._sock.listen(128)
-        self._sock.settimeout(0.05)
-        self.port = self._sock.getsockname()[1]
-        self._stop = threading.Event()
-        self._lock = threading.Lock()
-        self._conns: list[socket.socket] = []
-        self._thread = threading.Thread(target=self._serve, daemon=True, name="HostileSite")
+        self._open("HostileSite")
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return self.base_url
 
     def asked(self, host: str) -> list[str]:
         """The paths asked of ``host``, in order."""
@@ -123,32 +116,6 @@ class HostileSite:
         return self.fallback.get(host, NOT_FOUND)
 
     # --- the socket ---------------------------------------------------------------------
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._sock.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with self._lock:
-                self._conns.append(conn)
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
-
-    def _read_head(self, conn: socket.socket, data: bytes) -> tuple[list[str], bytes] | None:
-        while b"\r\n\r\n" not in data:
-            if self._stop.is_set():
-                return None
-            try:
-                chunk = conn.recv(65536)
-            except TimeoutError:
-                continue
-            if not chunk:
-                return None
-            data += chunk
-        head, rest = data.split(b"\r\n\r\n", 1)
-        return head.decode("latin-1").split("\r\n"), rest
 
     def _handle(self, conn: socket.socket) -> None:
         conn.settimeout(0.1)
@@ -227,26 +194,10 @@ class HostileSite:
         with self._lock:
             self.sent += sent
 
-    def __enter__(self) -> HostileSite:
+    def _prepare(self) -> None:
         for reply in self.pages.values():
             if reply.kind == "bomb":
                 gzip_bomb(reply.size)  # built before the first request, not during it
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        with self._lock:
-            for conn in self._conns:
-                try:
-                    conn.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                conn.close()
-        self._sock.close()
 
 
 _GEN = re.compile(r"^/gen/(\d+)$")
