@@ -11,8 +11,9 @@ attribute) is one only when it looks like a URL a server answers. The rules, in 
    a date or a fraction (``12/31/2024``, ``1/2``); an npm scope (``@babel/core``);
    an XML namespace or schema URL (``http://www.w3.org/2000/svg``), a JSON Schema or OpenAPI
    specification URI (``http://json-schema.org/draft-07/schema``, ``https://spec.openapis.org/...``),
-   a framework's error-reference link (``https://react.dev/errors/418``); a value with no known
-   part (``/EXPR/EXPR``, ``http://EXPR``).
+   a framework's error-reference link (``https://react.dev/errors/418``); an example domain's or
+   the loopback's origin alone (``https://example.com/``, ``http://localhost``); a value with no
+   known part (``/EXPR/EXPR``, ``http://EXPR``).
 2. Accepted: an absolute ``http(s)``/``ws(s)`` URL or a protocol-relative ``//host.tld/...``
    whose host has a dot (or is ``localhost``).
 3. Accepted: a root-relative path ``/seg...`` whose first segment holds a letter
@@ -54,6 +55,15 @@ _NAMESPACE_HOSTS = re.compile(
 _ERROR_REFERENCES = re.compile(
     r"^(?:https?:)?//(?:www\.)?(?:reactjs\.org/docs/error-decoder|react\.dev/errors/|legacy\.reactjs\.org/docs/error-decoder"
     r"|angular\.(?:io|dev)/errors/|vuejs\.org/error-reference|redux\.js\.org/errors)",
+    re.IGNORECASE,
+)
+#: An origin alone that is nobody's endpoint: a documentation domain's (RFC 2606: a JSON-Schema
+#: example generator's ``https://example.com/``) or the loopback's (``http://localhost``, the base
+#: axios and URL polyfills parse relative URLs against outside a browser). With a path it is kept:
+#: ``http://localhost:8080/api`` in a bundle is a development endpoint worth reading.
+_EXAMPLE_ORIGIN = re.compile(
+    r"^(?:(?:https?|wss?):)?//(?:(?:www\.)?example\.(?:com|net|org)|localhost|127\.0\.0\.1|0\.0\.0\.0)"
+    r"(?::\d+)?/?$",
     re.IGNORECASE,
 )
 #: Data extensions a bare file name (no `/`) is not kept for: `response.txt`, `export.json` are
@@ -109,7 +119,9 @@ def api_like(value: str) -> bool:
         rest = value[len(EXPR) :]
         return rest.startswith("/") and not rest.startswith("//") and bool(_ROOT.match(rest))
     if _ABSOLUTE.match(value):
-        return not _NAMESPACE_HOSTS.match(value) and not _ERROR_REFERENCES.match(value)
+        return not (
+            _NAMESPACE_HOSTS.match(value) or _ERROR_REFERENCES.match(value) or _EXAMPLE_ORIGIN.match(value)
+        )
     if value.startswith("/"):
         return bool(_ROOT.match(value))
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", value):  # another scheme: not ours

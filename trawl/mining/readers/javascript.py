@@ -37,6 +37,8 @@ SOURCE_MAPPING_URL = re.compile(rb"//[#@][ \t]*sourceMappingURL=([^\s'\"*]+)")
 _URL_SPECIFIERS = ("./", "../", "/", "http://", "https://")
 _PAGE_ORIGIN = EXPR + "//" + EXPR + "/"
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:|^//")
+#: Object keys whose values are a package's licence and copyright notes.
+_LICENCE_KEYS = frozenset({"license", "licence", "licenses", "copyright"})
 _LANGUAGE = Language(tree_sitter_javascript.language())
 _QUERY = Query(
     _LANGUAGE,
@@ -171,11 +173,37 @@ def _bare_literals(
         if value and fresh and api_like(value):
             collector.add(value, "string", concat.start_point.row + 1)
     for node in captures.get("template", []) + captures.get("string", []):
-        if (node.start_byte, node.end_byte) in used:
+        if (node.start_byte, node.end_byte) in used or metadata(node):
             continue
         value = literal(node) if node.type == "string" else values.value(node)
         if value:
             _bare(value, node.start_point.row + 1, collector)
+
+
+def _key(pair: Node) -> str:
+    key = pair.child_by_field_name("key")
+    return text(key).strip("\"'").lower() if key is not None else ""
+
+
+def metadata(node: Node) -> bool:
+    """Is the literal a package's metadata (``license: "https://..."``), not something it asks?
+
+    core-js writes ``{version, mode, copyright, license: URL, source: URL}`` into every
+    bundle that includes it (2 of swagger-ui's 16 findings): a ``license`` or ``licence``
+    value, and a ``source`` or ``url`` value beside a ``license``/``copyright`` key.
+    """
+    pair = node.parent
+    if pair is None or pair.type != "pair" or pair.child_by_field_name("value") != node:
+        return False
+    key = _key(pair)
+    if key in _LICENCE_KEYS:
+        return True
+    holder = pair.parent
+    return (
+        key in ("source", "url")
+        and holder is not None
+        and any(_key(p) in _LICENCE_KEYS for p in holder.named_children if p.type == "pair")
+    )
 
 
 def _url_like(value: str) -> bool:
