@@ -3,7 +3,8 @@
 Each false case is one the bench against xnLinkFinder found in a real bundle from npm
 (bench/bench_mining_vs_xnlinkfinder.py): core-js's licence and source URLs in
 swagger-ui's bundle, a JSON-Schema example generator's ``https://example.com/``, axios's
-``http://localhost`` parse base. Each keeps a true twin, so that a rule too broad fails.
+``http://localhost`` parse base, the generator's ``/a/b/c`` JSON pointer. Each keeps a
+true twin, so that a rule too broad fails.
 """
 
 from __future__ import annotations
@@ -51,7 +52,12 @@ def test_a_source_without_a_licence_beside_it_is_kept() -> None:
         ("http://localhost:8080/api/users", True),  # a development endpoint left in the bundle
         ("https://api.example.com", True),  # another host of the domain: a real base
         ("https://shop.site.io", True),
+        ("/a/b/c", False),  # a JSON pointer's example
+        ("/x/y/z/", False),
+        ("/a/b", True),  # two letters may be a short link's
+        ("/a/b/c.json", True),
+        ("/api/v/c", True),
     ],
 )
-def test_an_example_or_loopback_origin_alone_is_not_an_endpoint(value: str, kept: bool) -> None:
+def test_an_example_origin_or_path_alone_is_not_an_endpoint(value: str, kept: bool) -> None:
     assert api_like(value) is kept

@@ -12,8 +12,8 @@ attribute) is one only when it looks like a URL a server answers. The rules, in 
    an XML namespace or schema URL (``http://www.w3.org/2000/svg``), a JSON Schema or OpenAPI
    specification URI (``http://json-schema.org/draft-07/schema``, ``https://spec.openapis.org/...``),
    a framework's error-reference link (``https://react.dev/errors/418``); an example domain's or
-   the loopback's origin alone (``https://example.com/``, ``http://localhost``); a value with no
-   known part (``/EXPR/EXPR``, ``http://EXPR``).
+   the loopback's origin alone (``https://example.com/``, ``http://localhost``); a path of
+   one-letter segments (``/a/b/c``); a value with no known part (``/EXPR/EXPR``, ``http://EXPR``).
 2. Accepted: an absolute ``http(s)``/``ws(s)`` URL or a protocol-relative ``//host.tld/...``
    whose host has a dot (or is ``localhost``).
 3. Accepted: a root-relative path ``/seg...`` whose first segment holds a letter
@@ -66,6 +66,9 @@ _EXAMPLE_ORIGIN = re.compile(
     r"(?::\d+)?/?$",
     re.IGNORECASE,
 )
+#: A path of three or more one-letter segments (``/a/b/c``, ``/x/y/z``): an example (a JSON
+#: pointer's, a router's documentation), not a page.
+_LETTERS_ONLY = re.compile(r"^/[A-Za-z](?:/[A-Za-z]){2,}/?$")
 #: Data extensions a bare file name (no `/`) is not kept for: `response.txt`, `export.json` are
 #: default names of files a page saves, not requests; a server-side name (`login.php`) still is.
 _DATA_EXTENSIONS = (".txt", ".json", ".jsonp", ".xml")
@@ -123,7 +126,7 @@ def api_like(value: str) -> bool:
             _NAMESPACE_HOSTS.match(value) or _ERROR_REFERENCES.match(value) or _EXAMPLE_ORIGIN.match(value)
         )
     if value.startswith("/"):
-        return bool(_ROOT.match(value))
+        return bool(_ROOT.match(value)) and not _LETTERS_ONLY.match(value)
     if re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", value):  # another scheme: not ours
         return False
     path = _path_part(value).lower()
