@@ -216,14 +216,45 @@ def test_collapse_patterns_of_the_users_endpoint(server: Served) -> None:
     assert status == 400 and body == "collapse takes one of params, ids, all, not 'nonsense'\n"
 
 
-def test_the_unfiltered_page_shows_the_facets_counted_in_the_background(folder: Path, server: Served) -> None:
+def counted_page(server: Served) -> str:
+    """The unfiltered page once every URL's facets are counted (polls it)."""
     deadline = time.monotonic() + 20
     page = ""
-    while time.monotonic() < deadline and 'id="trawl-counted-at"' not in page:  # polls the page
+    while time.monotonic() < deadline and 'id="trawl-counted-at"' not in page:
         _, page, _ = get(server, "/trawl/search")
     assert 'id="trawl-counted-at"' in page
+    return page
+
+
+def test_the_unfiltered_page_shows_the_facets_counted_in_the_background(folder: Path, server: Served) -> None:
+    page = counted_page(server)
     assert 'id="trawl-total">11 URLs' in page
     facet = run_scrapy(folder, "search", "*", "--facet", "source", "--store", "sqlite:///trawl.db")
     for line in facet.stdout.splitlines():
         value, count = line.split()
         assert f">{value}</a> {count}</li>" in page
+
+
+def test_a_restart_reads_the_kept_counts_unless_the_store_changed(folder: Path, server: Served) -> None:
+    counted_page(server)
+    with sqlite3.connect(folder / "trawl.db-fts.db") as side:
+        assert side.execute("UPDATE facet_counts SET counted_at = 'then'").rowcount == 1
+    with served(folder, "--store", "sqlite:///trawl.db") as again:
+        assert "(counted at then)" in counted_page(again)
+    store = sqlite3.connect(folder / "trawl.db")
+    try:
+        with store:
+            store.execute(
+                "INSERT INTO urls SELECT 'https://example.com/added-since', host, sources, first_seen,"
+                " last_seen, captures, statuses, mimes, source_counts, first_run, last_run,"
+                " (julianday('now') - 2440587.5) * 86400, (julianday('now') - 2440587.5) * 86400"
+                " FROM urls LIMIT 1"
+            )
+        with served(folder, "--store", "sqlite:///trawl.db") as changed:
+            page = counted_page(changed)
+        assert "(counted at then)" not in page
+        assert 'id="trawl-total">12 URLs' in page
+    finally:
+        with store:
+            store.execute("DELETE FROM urls WHERE url = 'https://example.com/added-since'")
+        store.close()

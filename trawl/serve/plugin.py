@@ -66,7 +66,8 @@ def _connect(settings: dict[str, Any]) -> sqlite3.Connection:
 def startup(datasette: Any) -> None:
     settings = config(datasette)
     if settings.get("store"):
-        _summaries[id(datasette)] = Summary(lambda: _connect(settings))
+        fts = settings.get("fts")
+        _summaries[id(datasette)] = Summary(lambda: _connect(settings), Path(fts) if fts else None)
 
 
 @hookimpl
