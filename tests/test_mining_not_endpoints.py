@@ -46,7 +46,7 @@ def test_a_source_without_a_licence_beside_it_is_kept() -> None:
         ("https://example.com", False),
         ("http://www.example.org", False),
         ("http://localhost", False),
-        ("http://localhost:3000/", False),
+        ("http://localhost:9999", True),  # supabase's auth server's default: a dev server, asked
         ("http://127.0.0.1", False),
         ("https://example.com/docs/api", True),  # a path: someone may ask it
         ("http://localhost:8080/api/users", True),  # a development endpoint left in the bundle

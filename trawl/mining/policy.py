@@ -58,12 +58,12 @@ _ERROR_REFERENCES = re.compile(
     re.IGNORECASE,
 )
 #: An origin alone that is nobody's endpoint: a documentation domain's (RFC 2606: a JSON-Schema
-#: example generator's ``https://example.com/``) or the loopback's (``http://localhost``, the base
-#: axios and URL polyfills parse relative URLs against outside a browser). With a path it is kept:
-#: ``http://localhost:8080/api`` in a bundle is a development endpoint worth reading.
+#: example generator's ``https://example.com/``) or the loopback's without a port
+#: (``http://localhost``, the base axios and URL polyfills parse relative URLs against outside a
+#: browser). A port or a path keeps it: supabase's ``http://localhost:9999`` is its auth server's
+#: default, ``http://localhost/api`` a development endpoint worth reading.
 _EXAMPLE_ORIGIN = re.compile(
-    r"^(?:(?:https?|wss?):)?//(?:(?:www\.)?example\.(?:com|net|org)|localhost|127\.0\.0\.1|0\.0\.0\.0)"
-    r"(?::\d+)?/?$",
+    r"^(?:(?:https?|wss?):)?//(?:(?:www\.)?example\.(?:com|net|org)(?::\d+)?|localhost|127\.0\.0\.1)/?$",
     re.IGNORECASE,
 )
 #: A path of three or more one-letter segments (``/a/b/c``, ``/x/y/z``): an example (a JSON
