@@ -91,13 +91,17 @@ def _form(request: Any) -> tuple[str, str]:
     return request.args.get("q", "").strip(), request.args.get("words", "").strip()
 
 
-def _collapse(request: Any) -> str:
-    """The collapse mode asked for ('' for none); a mode ``trawl search`` refuses is a QueryError."""
+def _modes() -> tuple[str, ...]:
     from trawl.search.collapse import MODES
 
+    return MODES
+
+
+def _collapse(request: Any) -> str:
+    """The collapse mode asked for ('' for none); a mode ``trawl search`` refuses is a QueryError."""
     mode = request.args.get("collapse", "").strip()
-    if mode and mode not in MODES:
-        raise QueryError(f"collapse takes one of {', '.join(MODES)}, not {mode!r}")
+    if mode and mode not in _modes():
+        raise QueryError(f"collapse takes one of {', '.join(_modes())}, not {mode!r}")
     return mode
 
 
@@ -118,7 +122,7 @@ async def _render(datasette: Any, request: Any, template: str, context: dict, st
         "q": q,
         "words": words,
         "collapse": collapse,
-        "modes": ("params", "ids", "all"),
+        "modes": _modes(),
         "fts": bool(settings.get("fts")),
         "database": settings.get("database"),
         "exports": {
