@@ -203,6 +203,9 @@ def serve(ports: int, pages: int, alpn: str, log_path: Path, cert_dir: Path) -> 
         inner: Any = None
 
         def connectionMade(self) -> None:  # noqa: N802
+            # As nginx's tcp_nodelay (on by default): an HTTP/2 answer's HEADERS and DATA frames are
+            # two writes, and Nagle held the second until the first was acknowledged (up to 40 ms).
+            self.transport.setTcpNoDelay(True)
             peer = self.transport.getPeer()
             note(event="connection", port=self.transport.getHost().port, peer=peer.port)
 

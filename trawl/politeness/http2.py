@@ -109,6 +109,15 @@ def _build() -> tuple[type, type]:
         #: a round trip for the server to acknowledge the client's SETTINGS, as Scrapy does.
         h2_ready = False
 
+        def connectionMade(self) -> None:  # noqa: N802 - Twisted's naming
+            from twisted.internet.interfaces import ITCPTransport
+
+            # Small frames (HEADERS of the next stream, WINDOW_UPDATEs) must not wait for the ACK of
+            # the last segment (Nagle): Twisted's HTTP/1.1 client sets it too, Scrapy's HTTP/2 does not.
+            if ITCPTransport.providedBy(self.transport):
+                self.transport.setTcpNoDelay(True)
+            super().connectionMade()
+
         @property
         def h2_connected(self) -> bool:
             connected = self.transport is not None and bool(self.transport.connected)
