@@ -5,7 +5,7 @@ facets take minutes of scans (272 s at load 20: ``ext`` parses each URL), far
 past a page's budget. A thread counts them without a time limit on a connection
 of its own when the server starts; until it is done the unfiltered page lists
 URLs and says the facets are being counted (trying them in the page's budget
-would only add 0.75 s and time out), then shows these, with the time they were
+would only add 0.65 s and time out), then shows these, with the time they were
 counted (a crawl writing since is not in them; a query or a restart counts again).
 
 The counts are kept in the side file (:mod:`.fts`) with the store's state they
