@@ -29,8 +29,8 @@ from trawl.run.failcause import estimate_unknown
 from trawl.run.jobdir import JOB_ID, RESUMABLE
 from trawl.run.outcome import COMPLETE, PARTIAL, SKIPPED_NO_KEY, error_count
 from trawl.run.progress import ELAPSED, Progress
+from trawl.sources.argsets import COMMON_ARGUMENTS, FILTER_ARGUMENTS
 from trawl.sources.arguments import split_list
-from trawl.sources.base import COMMON_ARGUMENTS, FILTER_ARGUMENTS
 
 if TYPE_CHECKING:
     from scrapy.crawler import CrawlerProcess

@@ -32,42 +32,20 @@ from trawl.run.counts import counted
 from trawl.run.finishline import Tally
 from trawl.run.stopping import interruptible
 from trawl.settings_checks import Setting, apply_defaults, http_url, read, text
+from trawl.sources.argsets import (
+    FILTER_ARGUMENT_HELP,
+    FILTER_ARGUMENTS,
+    SOURCE_ARGUMENT_HELP,
+    SOURCE_ARGUMENTS,
+    URL_ARGUMENT_HELP,
+    URL_ARGUMENTS,
+)
 from trawl.sources.arguments import parse_bool, parse_int
 from trawl.sources.keys import KeyRing, read_keys
 from trawl.sources.limits import apply_source_limits, check_source_limits
 from trawl.sources.outcomes import Outcomes
 from trawl.sources.target import Target, parse_target
 from trawl.validation import declared_settings, validate_settings
-
-#: Arguments every source accepts, whatever its record kind, each with the line ``trawl list`` says.
-SOURCE_ARGUMENT_HELP: Mapping[str, str] = {
-    "config": "a waymore config.yml: its filter lists and API keys apply",
-    "limit_requests": "stop after this many data requests (default 0: no cap)",
-    "check_only": "true: send only the counting requests and say what a full run would cost",
-}
-SOURCE_ARGUMENTS = frozenset(SOURCE_ARGUMENT_HELP)
-
-#: Arguments a URL source (:class:`SourceSpider`) adds: its domain, filters and exports.
-URL_ARGUMENT_HELP: Mapping[str, str] = {
-    "domain": "the domain (required); *.example.com or a URL is read as its host",
-    "subs": "include subdomains (default true)",
-    "filters": "false: switch every waymore filter off (collect everything)",
-    "from_date": "keep captures from this date, YYYY[MM[DD[hh[mm[ss]]]]]",
-    "to_date": "keep captures up to this date, inclusive (to_date=2020 keeps all of 2020)",
-    "keywords_only": "true: keep only URLs holding one of FILTER_KEYWORDS",
-    "new_only": "true: export (-o/-O) only the URLs this run added to the store",
-}
-URL_ARGUMENTS = frozenset(URL_ARGUMENT_HELP)
-
-#: Arguments every URL source accepts, beyond the filter names.
-COMMON_ARGUMENTS = SOURCE_ARGUMENTS | URL_ARGUMENTS
-
-#: The waymore filter lists, each settable with ``-a name=``.
-FILTER_ARGUMENT_HELP: Mapping[str, str] = {
-    name: f"replace {name.upper()} for this run (comma-separated)"
-    for name in ("filter_code", "filter_mime", "filter_url", "filter_keywords", "match_code", "match_mime")
-}
-FILTER_ARGUMENTS = frozenset(FILTER_ARGUMENT_HELP)
 
 
 class Source(Outcomes, scrapy.Spider):
