@@ -77,6 +77,7 @@ class SqliteTarget:
     def leftovers(self) -> list[str]:
         left = [r[0] for r in self._query("SELECT name FROM sqlite_master WHERE name LIKE '%_records_next'")]
         left += [p.name for p in self.db.parent.glob(f"{self.db.name}-load-*")]
+        left += [p.name for p in self.db.parent.glob(f"{self.db.name}-stage-*")]  # batches' own files
         lock = self.db.parent / f"{self.db.name}-load.lock"
         if lock.exists() and lock.read_bytes().strip():
             left.append(f"{lock.name}: {lock.read_text()[:80]}")

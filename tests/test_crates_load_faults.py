@@ -335,6 +335,7 @@ def test_a_second_load_into_the_same_store_is_refused_naming_the_running_one(wor
     assert query(db, "SELECT count(*), min(id), max(id) FROM version_records") == [(40_000, 1000, 40_999)]
     assert staging_tables(db) == []
     assert list(workdir.glob("x.db-load-*")) == []
+    assert list(workdir.glob("x.db-stage-*")) == []  # every batch's own file merged and removed
     assert (workdir / "x.db-load.lock").read_bytes() == b""  # let go: no load holds it, none died
 
 
@@ -353,6 +354,11 @@ def test_a_killed_loads_leftovers_are_removed_once_its_owner_is_gone_and_only_th
         assert str(killed.proc.pid) in (workdir / "x.db-load.lock").read_text()  # the lock's last holder
         alive = workdir / f"x.db-load-{os.getpid()}@{host}"  # a live process's: not a leftover
         alive.write_bytes(b"")
+        # A batch's own file (staged on the reading thread) of the dead load, and of a live process.
+        dead_batch = workdir / f"x.db-stage-{killed.proc.pid}@{host}-7"
+        dead_batch.write_bytes(b"")
+        live_batch = workdir / f"x.db-stage-{os.getpid()}@{host}-1"
+        live_batch.write_bytes(b"")
 
         rerun = crawl(workdir, server.dump_url)
     assert_no_traceback(rerun)
@@ -361,6 +367,7 @@ def test_a_killed_loads_leftovers_are_removed_once_its_owner_is_gone_and_only_th
     assert "emptied the staging tables a load that did not end left (" in rerun.stderr
     assert not scratch.exists()
     assert alive.exists()
+    assert sorted(p.name for p in workdir.glob("x.db-stage-*")) == [live_batch.name]
     assert snapshots(db) == [SECOND]
     assert query(db, "SELECT count(*) FROM version_records") == [(20_000,)]
     assert staging_tables(db) == []

@@ -137,6 +137,10 @@ class DumpBatch:
     number: int
     #: The whole block this batch was cut from, on its first batch only (None on the others).
     block: pl.DataFrame | None = None
+    #: The file its rows were staged in for the store, if they were (:mod:`trawl.stores.sqlite.prestage`).
+    stage_file: str | None = None
+    #: ... and those rows, one per key (what the store returns for the batch).
+    staged_rows: pl.DataFrame | None = None
 
     @property
     def page(self) -> str:

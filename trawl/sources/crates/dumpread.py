@@ -26,6 +26,7 @@ from trawl.sources.crates.snapshot import DumpLoad, newest_held
 from trawl.sources.crates.stream import BodyStream
 from trawl.sources.crates.tables import DumpError
 from trawl.sources.crates.zipstream import zip_members
+from trawl.stores.sqlite.prestage import Prestager
 
 
 class DumpReading:
@@ -52,7 +53,9 @@ class DumpReading:
             members=zip_members if zipped else tar_members, expected=self.expected, stop=stop,
             max_bytes=self.dump_max_bytes,
         )  # fmt: skip
-        load = DumpLoad(batches, info, self.parquet_dir, stop)
+        stager = Prestager.for_store(store)
+        small = int(self.crawler.settings.getint("BATCH_COALESCE_ROWS"))
+        load = DumpLoad(batches, info, self.parquet_dir, stop, stager, small)
         self._reading = (load, stream)
         ended = False  # the load ended by itself (read and switched, skipped, failed): nothing to say
         try:

@@ -35,6 +35,7 @@ from trawl.sources.crates.dump import DumpBatch, DumpInfo, iso, parse_time
 from trawl.sources.crates.parquet import ParquetLayer, newest_dump
 from trawl.sources.crates.prefetch import Stopped, StopSignal
 from trawl.sources.crates.records import DumpSnapshotBatch
+from trawl.stores.sqlite.prestage import Prestager, prestaged_type
 
 
 def newest_held(store: Any, parquet_dir: Path | None) -> datetime | None:
@@ -63,8 +64,14 @@ class DumpLoad:
         info: DumpInfo,
         parquet_dir: Path | None,
         stop: StopSignal | None = None,
+        stager: Prestager | None = None,
+        stage_min_rows: int = 0,
     ) -> None:
         self.batches = batches
+        #: Stages each batch's rows for the SQLite store on this thread (None: the store does it all).
+        self.stager = stager
+        #: A smaller batch waits to be coalesced with others in the pipeline: it is not staged here.
+        self.stage_min_rows = stage_min_rows
         self.info = info
         self.parquet_dir = parquet_dir
         self.parquet: ParquetLayer | None = None
@@ -89,6 +96,12 @@ class DumpLoad:
                     self.parquet = ParquetLayer(self.parquet_dir, self.info.snapshot, made)
                 if read.block is not None:  # a block's first batch: the whole block, one file
                     self.parquet.write(read.table, read.number, read.block)
+            if (
+                self.stager is not None
+                and read.frame.height >= self.stage_min_rows
+                and not self.stop.is_set()
+            ):
+                read.stage_file, read.staged_rows = self.stager.put(read.batch_type, read.frame)
             return read
 
     @contextmanager
@@ -108,10 +121,16 @@ class DumpLoad:
             if cleanup:
                 self._clean_up()
 
-    @staticmethod
-    def staged_batch(source: str, read: DumpBatch) -> Batch:
+    def staged_batch(self, source: str, read: DumpBatch) -> Batch:
+        """The batch for the pipeline, naming its staged file when it has one (the writer removes it)."""
         kind = staged(read.batch_type)
-        return kind(source, read.frame, page=read.page, page_rows=read.frame.height)
+        if read.stage_file is None or read.staged_rows is None or self.stager is None:
+            return kind(source, read.frame, page=read.page, page_rows=read.frame.height)
+        rows = read.staged_rows
+        batch = prestaged_type(kind)(source, rows, page=read.page, page_rows=read.frame.height)
+        batch.stage_file = read.stage_file  # type: ignore[attr-defined]
+        self.stager.handed(read.stage_file)
+        return batch
 
     def dump_row(self) -> pl.DataFrame:
         made = self.info.time
@@ -151,3 +170,5 @@ class DumpLoad:
                 pass
         if self.parquet is not None:
             self.parquet.discard()
+        if self.stager is not None:
+            self.stager.discard()

@@ -43,13 +43,14 @@ def empty_staging(store: Any, source: str) -> list[str]:
     from trawl.stores.sqlite.store import SqliteStore
 
     if isinstance(store, SqliteStore):
-        from trawl.stores.sqlite import bulk
+        from trawl.stores.sqlite import bulk, prestage
         from trawl.stores.sqlite import kinds as sqlite_kinds
 
         dropped = store.on_writer(
             lambda: sqlite_kinds.drop_staged(store.connection, kinds, run, source, is_staged_page)
         )
         gone = bulk.remove_leftovers(store.path) if store.path != ":memory:" else []
+        gone += prestage.remove_leftovers(store.path) if store.path != ":memory:" else []
         return dropped + [os.path.basename(path) for path in gone]
     postgres = _postgres_store_class()
     if postgres is not None and isinstance(store, postgres):

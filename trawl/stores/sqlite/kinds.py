@@ -128,6 +128,8 @@ class KindTable:
             f" ON CONFLICT ({', '.join(_quoted(k) for k in self.key)}) DO UPDATE SET"
             f" {updates + ', ' if updates else ''}last_run = excluded.last_run"
         )
+        # ... or from a batch's own file (:mod:`.prestage`), which holds the kind's columns only.
+        self._upsert_prestaged = self._upsert_from.replace("first_run, last_run FROM", ":run, :run FROM")
         selected = ", ".join(f"t.{_quoted(c)}" for c in self.columns)
         self._read_back = (
             f"SELECT {selected}, i.previous_run FROM temp.{self.incoming} AS i"
@@ -171,16 +173,25 @@ class KindTable:
         return self.rows(frame).select(*self.columns, *runs)
 
     def write(
-        self, con: sqlite3.Connection, frame: pl.DataFrame, run: int, source: str | None = None
+        self,
+        con: sqlite3.Connection,
+        frame: pl.DataFrame,
+        run: int,
+        source: str | None = None,
+        prestaged: bool = False,
     ) -> tuple[pl.DataFrame, int]:
         """Merge ``frame`` (inside the caller's transaction); the merged rows with ``new`` and
         ``repeat``, and how many keys were new. ``source``: a staged batch's rows are in this
-        table already (:meth:`staged_rows`, loaded by :mod:`.bulk`)."""
-        rows = self.rows(frame)
+        table already (:meth:`staged_rows`, loaded by :mod:`.bulk`; ``prestaged``: the kind's
+        columns without the runs, written by :mod:`.prestage`)."""
+        # A prestaged batch's frame is its rows already, one per key (:mod:`.prestage`).
+        rows = frame if prestaged else self.rows(frame)
         for kind in self.batch_type.SWITCHES:
             switch(con, kind)
         if self.staged:
-            if source is not None:
+            if source is not None and prestaged:
+                con.execute(self._upsert_prestaged.format(source=source), {"run": run})
+            elif source is not None:
                 con.execute(self._upsert_from.format(source=source))
             else:
                 runs = [pl.lit(run).alias("first_run"), pl.lit(run).alias("last_run")]

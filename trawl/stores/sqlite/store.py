@@ -39,7 +39,7 @@ from trawl.records.batches import Batch, UrlBatch
 from trawl.settings_checks import Setting, one_of, read, whole
 from trawl.stores.contract import KEYED_KINDS, PartlyStored
 from trawl.stores.location import data_dir
-from trawl.stores.sqlite import bulk, kinds, merge, reading
+from trawl.stores.sqlite import bulk, kinds, merge, prestage, reading
 from trawl.stores.sqlite.bulk import BulkStage
 from trawl.stores.sqlite.errors import describe, store_error
 from trawl.stores.sqlite.kinds import KindTable
@@ -249,14 +249,19 @@ class SqliteStore(WritesOnThread):
         """On the writer thread: the batch in one transaction; (new records, pages stored before)."""
         con = self.connection
         assert con is not None, "store not open"
+        staged_file = prestage.stage_file(batch)  # a dump batch's rows, in a file of their own already
         if self._failed is not None:
             # Queued before the failure was known on the reactor: never commit after a failed batch,
             # so that the store holds exactly what was written before the one error line.
+            if staged_file is not None:
+                prestage.detach(con, staged_file)
             raise StoreError(f"not written: an earlier batch failed ({self._failed})")
         now = self._next_batch_time()
         source = None
         try:
-            if type(batch).STAGED and self._writer.bulk is not None and batch.frame.height:
+            if staged_file is not None:
+                source = prestage.attach(con, staged_file)
+            elif type(batch).STAGED and self._writer.bulk is not None and batch.frame.height:
                 # Before the transaction: the scratch file is attached only outside one (:mod:`.bulk`).
                 rows = self._table(con, type(batch)).staged_rows(batch.frame, self.run)
                 source = self._writer.bulk.put(con, rows)
@@ -267,7 +272,8 @@ class SqliteStore(WritesOnThread):
             if isinstance(batch, UrlBatch):
                 written, new = self._write_urls(con, batch.frame, now)
             else:
-                written, new = self._table(con, type(batch)).write(con, batch.frame, self.run, source)
+                table = self._table(con, type(batch))
+                written, new = table.write(con, batch.frame, self.run, source, staged_file is not None)
             con.execute("COMMIT")
             if type(batch).SWITCHES:  # the staged tables are live ones now: a later load starts anew
                 switched = set(type(batch).SWITCHES)
@@ -286,7 +292,9 @@ class SqliteStore(WritesOnThread):
                 raise StoreError(self._failed) from None
             raise
         finally:
-            if source is not None:
+            if staged_file is not None:
+                prestage.detach(con, staged_file)
+            elif source is not None:
                 BulkStage.detach(con)
         batch.frame = written
         return new, 0
