@@ -261,6 +261,7 @@ BAD = {
     "LIVE_HOST_CONCURRENCY": "0",
     "LIVE_PATTERN_CAP": "0",
     "LIVE_SOFT404_DISTANCE": "65",
+    "HTTP2_ENABLED": "maybe",
     "INTELX_FALLBACK_BASE_URL": "free.intelx.io",
     "INTELX_MAX_RESULTS": "0",
     "INTELX_PAGE_SIZE": "0",
