@@ -122,6 +122,14 @@ def test_the_crawl_visits_exactly_the_reachable_allowed_in_scope_pages_once_each
     assert not [r for r in full.proxied if "iana" in r or "othersite" in r or "twitter" in r]
 
 
+def test_the_finish_line_counts_the_pages_fetched(full: SimpleNamespace) -> None:
+    summary = next(line for line in log_lines(full.result) if " pages fetched (" in line)
+    fetched = int(summary.split(" pages fetched", 1)[0].rsplit(" ", 1)[1].replace(",", ""))
+    assert fetched >= len(PAGES)
+    finish = [line for line in full.result.stderr.splitlines() if "live: complete (finished) in " in line]
+    assert len(finish) == 1 and f" {fetched:,} pages, " in finish[0], finish
+
+
 def test_the_traps_are_capped_and_reported_and_the_out_of_scope_listed(full: SimpleNamespace) -> None:
     lines = log_lines(full.result)
     assert "live: trap: shop.example.com/calendar/{n}/{n}? capped at 3 pages, 2 URLs not fetched" in lines

@@ -19,6 +19,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from trawl.run import statkeys
+
 PREFIX = "trawl/live/"
 VERDICT = PREFIX + "verdict/"
 #: Out-of-scope URLs kept to list (all are counted).
@@ -42,6 +44,7 @@ class Report:
 
     def verdict(self, verdict: str) -> None:
         self.stats.inc_value(PREFIX + "pages")
+        self.stats.inc_value(statkeys.PAGES)  # the finish line's "N pages": the pages fetched
         self.stats.inc_value(VERDICT + verdict)
 
     def outside(self, url: str) -> None:
