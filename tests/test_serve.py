@@ -238,7 +238,7 @@ def test_the_unfiltered_page_shows_the_facets_counted_in_the_background(folder: 
 def test_a_restart_reads_the_kept_counts_unless_the_store_changed(folder: Path, server: Served) -> None:
     counted_page(server)
     with sqlite3.connect(folder / "trawl.db-fts.db") as side:
-        assert side.execute("UPDATE facet_counts SET counted_at = 'then'").rowcount == 1
+        assert side.execute("UPDATE summary SET counted_at = 'then'").rowcount == 1
     with served(folder, "--store", "sqlite:///trawl.db") as again:
         assert "(counted at then)" in counted_page(again)
     store = sqlite3.connect(folder / "trawl.db")
@@ -258,3 +258,11 @@ def test_a_restart_reads_the_kept_counts_unless_the_store_changed(folder: Path, 
         with store:
             store.execute("DELETE FROM urls WHERE url = 'https://example.com/added-since'")
         store.close()
+
+
+def test_the_charts_of_every_url_are_drawn_in_the_background(server: Served) -> None:
+    counted_page(server)
+    _, page, _ = get(server, "/trawl/charts")
+    assert 'id="trawl-counted-at">(every URL, drawn at' in page
+    assert page.count('<svg xmlns="http://www.w3.org/2000/svg" class="trawl-chart"') == 3
+    assert "<title>example.com: 5</title>" in page

@@ -4,7 +4,9 @@ SVG from Python rather than a JavaScript chart library: nothing to vendor, no
 CDN, the page works without JavaScript, and a test reads the drawing in the
 page itself; the three charts are 200 lines of bars and lines, which a library
 of 40-200 KB would not shorten. Each chart reads the URLs a query selects (the
-search page's query and words), under :data:`CHART_MS`.
+search page's query and words), under :data:`CHART_MS`; those of every URL are drawn
+once in the background with the unfiltered page's facets (:mod:`.summary`): on 5,000,000
+URLs two of the three take longer than their budget.
 
 * URLs first seen per month, one line per source (a URL several sources found
   counts for each);
@@ -39,9 +41,9 @@ class Chart:
     timed_out: bool = False
 
 
-def _run(con: sqlite3.Connection, sql: str, params: list) -> list[tuple] | None:
+def _run(con: sqlite3.Connection, sql: str, params: list, ms: int | None) -> list[tuple] | None:
     try:
-        with time_limit(con, CHART_MS):
+        with time_limit(con, ms):
             return con.execute(sql, params).fetchall()
     except sqlite3.OperationalError as exc:
         if "interrupted" not in str(exc):
@@ -49,13 +51,14 @@ def _run(con: sqlite3.Connection, sql: str, params: list) -> list[tuple] | None:
         return None
 
 
-def first_seen_by_month(con: sqlite3.Connection, where: Where) -> Chart:
+def first_seen_by_month(con: sqlite3.Connection, where: Where, ms: int | None = CHART_MS) -> Chart:
     title = "URLs first seen per month, by source"
     rows = _run(
         con,
         "SELECT substr(first_seen, 1, 6) AS month, sources, count(*) FROM urls"
         f" WHERE ({where.sql}) AND first_seen IS NOT NULL GROUP BY month, sources",
         where.params,
+        ms,
     )
     if rows is None:
         return Chart("first-seen", title, "", timed_out=True)
@@ -66,33 +69,36 @@ def first_seen_by_month(con: sqlite3.Connection, where: Where) -> Chart:
     return Chart("first-seen", title, lines(series))
 
 
-def captures_by_year(con: sqlite3.Connection, where: Where) -> Chart:
+def captures_by_year(con: sqlite3.Connection, where: Where, ms: int | None = CHART_MS) -> Chart:
     title = "Captures per year (of the URLs first seen that year)"
     rows = _run(
         con,
         "SELECT substr(first_seen, 1, 4) AS year, sum(captures) FROM urls"
         f" WHERE ({where.sql}) AND first_seen IS NOT NULL GROUP BY year ORDER BY year",
         where.params,
+        ms,
     )
     if rows is None:
         return Chart("captures", title, "", timed_out=True)
     return Chart("captures", title, bars([(str(year), int(n or 0)) for year, n in rows]))
 
 
-def top_hosts(con: sqlite3.Connection, where: Where) -> Chart:
+def top_hosts(con: sqlite3.Connection, where: Where, ms: int | None = CHART_MS) -> Chart:
     title = f"Top {TOP_HOSTS} hosts by URLs"
     rows = _run(
         con,
         f"SELECT host, count(*) AS n FROM urls WHERE {where.sql} GROUP BY host ORDER BY n DESC, host LIMIT ?",
         [*where.params, TOP_HOSTS],
+        ms,
     )
     if rows is None:
         return Chart("hosts", title, "", timed_out=True)
     return Chart("hosts", title, horizontal_bars([(str(h), int(n)) for h, n in rows]))
 
 
-def charts(con: sqlite3.Connection, where: Where) -> list[Chart]:
-    return [first_seen_by_month(con, where), captures_by_year(con, where), top_hosts(con, where)]
+def charts(con: sqlite3.Connection, where: Where, ms: int | None = CHART_MS) -> list[Chart]:
+    """The three charts of the URLs ``where`` selects, each within ``ms`` (``None``: no limit)."""
+    return [first_seen_by_month(con, where, ms), captures_by_year(con, where, ms), top_hosts(con, where, ms)]
 
 
 def _month(yyyymm: str) -> str:

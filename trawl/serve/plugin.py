@@ -196,8 +196,14 @@ async def charts_page(request: Any, datasette: Any) -> Response:
     except QueryError as exc:
         return await _render(datasette, request, "trawl_charts.html", {"error": str(exc)}, 400)
     db = datasette.get_database(settings["database"])
-    drawn = await db.execute_fn(lambda con: charts.charts(con, where))
-    return await _render(datasette, request, "trawl_charts.html", {"charts": drawn})
+    summary = _summaries.get(id(datasette))
+    counted = summary.get() if summary is not None and q in ("", "*") and not words else None
+    if counted is not None and counted.charts:
+        drawn = counted.charts
+    else:
+        drawn = await db.execute_fn(lambda con: charts.charts(con, where))
+    context = {"charts": drawn, "counted_at": counted.at if counted is not None and counted.charts else ""}
+    return await _render(datasette, request, "trawl_charts.html", context)
 
 
 async def export(request: Any, datasette: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The unfiltered search page's count and facets, counted once in the background and kept.
+"""Every URL's count, facets and charts, made once in the background and kept.
 
 The page everyone opens first selects every URL: on 5,000,000 URLs its six
 facets take minutes of scans (272 s at load 20: ``ext`` parses each URL), far
@@ -25,10 +25,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-from trawl.serve import finder
+from trawl.serve import charts, finder
 
 _CACHE = (
-    "CREATE TABLE IF NOT EXISTS facet_counts (state TEXT NOT NULL, counted_at TEXT NOT NULL, facets TEXT)"
+    "CREATE TABLE IF NOT EXISTS summary"
+    " (state TEXT NOT NULL, counted_at TEXT NOT NULL, facets TEXT NOT NULL, charts TEXT NOT NULL)"
 )
 
 
@@ -37,6 +38,7 @@ class Counted:
     total: int
     facets: list[finder.Facet]
     at: str
+    charts: list[charts.Chart]
 
 
 class Summary:
@@ -59,8 +61,11 @@ class Summary:
                 key = json.dumps(state)
                 counted = self._kept(key)
                 if counted is None:
-                    facets = finder.facets(con, finder.where_of("*"), ms=None)
-                    counted = Counted(int(total), facets, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+                    everything = finder.where_of("*")
+                    facets = finder.facets(con, everything, ms=None)
+                    drawn = charts.charts(con, everything, ms=None)
+                    at = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+                    counted = Counted(int(total), facets, at, drawn)
                     self._keep(key, counted)
             finally:
                 con.close()
@@ -84,8 +89,10 @@ class Summary:
             return None
         try:
             row = con.execute(
-                "SELECT counted_at, facets FROM facet_counts WHERE state = ?", (key,)
+                "SELECT counted_at, facets, charts FROM summary WHERE state = ?", (key,)
             ).fetchone()
+        except sqlite3.Error:
+            return None
         finally:
             con.close()
         if row is None:
@@ -93,7 +100,8 @@ class Summary:
         facets = [finder.Facet(**facet) for facet in json.loads(row[1])]
         for facet in facets:
             facet.values = [tuple(value) for value in facet.values]  # type: ignore[misc]
-        return Counted(json.loads(key)[0], facets, row[0])
+        drawn = [charts.Chart(**chart) for chart in json.loads(row[2])]
+        return Counted(json.loads(key)[0], facets, row[0], drawn)
 
     def _keep(self, key: str, counted: Counted) -> None:
         try:
@@ -101,10 +109,15 @@ class Summary:
             if con is None:
                 return
             with con:
-                con.execute("DELETE FROM facet_counts")
+                con.execute("DELETE FROM summary")
                 con.execute(
-                    "INSERT INTO facet_counts VALUES (?, ?, ?)",
-                    (key, counted.at, json.dumps([asdict(facet) for facet in counted.facets])),
+                    "INSERT INTO summary VALUES (?, ?, ?, ?)",
+                    (
+                        key,
+                        counted.at,
+                        json.dumps([asdict(facet) for facet in counted.facets]),
+                        json.dumps([asdict(chart) for chart in counted.charts]),
+                    ),
                 )
             con.close()
         except sqlite3.Error:
