@@ -13,6 +13,12 @@ ALPN on TLS, a self-signed certificate), ``--hosts`` origins on as many ports of
 * **live**: a crawl of one origin from its ``http://`` root (a 301 to https),
   depth 3, every page (``LIVE_PATTERN_CAP`` raised to the site's size).
 
+``--server nginx`` serves the same pages from Debian's ``nginx-light`` (C,
+``http2`` on each TLS port, ``tcp_nodelay``, plain http on the port answered
+with a 301 to https): a server as sites run, so the figures are the client's;
+the Twisted site's HTTP/2 is Python on both ends and costs it 1.5 times its
+HTTP/1.1 CPU. Its access log gives the connections and protocols.
+
 Loopback has no round trip, and a round trip is what a connection costs (TCP
 and TLS 1.3: two before the first request): each origin is reached through a
 relay in this process that delivers every chunk, both ways, ``--rtt``/2 later
@@ -48,7 +54,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.servers.h2site import H2Site  # noqa: E402
+from tests.servers.h2site import H2Site, home_body, make_certificate, page_body  # noqa: E402
 
 TRAWL = str(Path(sys.executable).with_name("trawl"))
 FAST = ["-s", "AUTOTHROTTLE_ENABLED=False", "-s", "RATE_LIMITS_ENABLED=False"]
@@ -107,17 +113,114 @@ class Relay:
             await task
 
 
+NGINX_SERVER = """
+    server {{
+        listen 127.0.0.1:{port} ssl http2;
+        ssl_certificate {cert};
+        ssl_certificate_key {key};
+        error_page 497 =301 https://$http_host$request_uri;
+        root {root};
+        location / {{ try_files $uri $uri/index.html =404; }}
+    }}
+"""
+NGINX_CONF = """
+user root;
+worker_processes 1;
+daemon off;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log;
+events {{ worker_connections 4096; }}
+http {{
+    default_type text/html;
+    tcp_nodelay on;
+    client_body_temp_path {dir}/tmp;
+    proxy_temp_path {dir}/tmp;
+    fastcgi_temp_path {dir}/tmp;
+    uwsgi_temp_path {dir}/tmp;
+    scgi_temp_path {dir}/tmp;
+    log_format bench '$server_port $connection https=$https $server_protocol $uri';
+    access_log {dir}/access.log bench;
+{servers}
+}}
+"""
+
+
+class NginxSite:
+    """The same pages from nginx, with :class:`H2Site`'s reading of its log."""
+
+    def __init__(self, ports: int, pages: int, directory: Path) -> None:
+        self.count, self.pages, self.dir = ports, pages, directory / "nginx"
+        self.ports: list[int] = []
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> NginxSite:
+        import socket
+
+        root = self.dir / "site"
+        (root / "p").mkdir(parents=True)
+        (self.dir / "tmp").mkdir()
+        (root / "index.html").write_bytes(home_body(self.pages))
+        for number in range(self.pages):
+            (root / "p" / str(number)).write_bytes(page_body(number, self.pages))
+        cert, key = make_certificate(self.dir)
+        for _ in range(self.count):
+            with socket.socket() as spare:
+                spare.bind(("127.0.0.1", 0))
+                self.ports.append(spare.getsockname()[1])
+        servers = "".join(NGINX_SERVER.format(port=p, cert=cert, key=key, root=root) for p in self.ports)
+        conf = self.dir / "nginx.conf"
+        conf.write_text(NGINX_CONF.format(dir=self.dir, servers=servers))
+        self._process = subprocess.Popen(["nginx", "-c", str(conf), "-p", str(self.dir)])
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", self.ports[-1]), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._process is not None:
+            self._process.terminate()
+            self._process.wait(10)
+
+    def _rows(self) -> list[list[str]]:
+        log = self.dir / "access.log"
+        return [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+
+    def mark(self) -> int:
+        return len(self._rows())
+
+    def since(self, mark: int, kind: str) -> list[dict[str, object]]:
+        rows = [
+            {
+                "port": r[0],
+                "peer": r[1],
+                "secure": r[2] == "https=on",
+                "protocol": r[3].replace("HTTP/2.0", "HTTP/2"),
+                "path": r[4],
+            }
+            for r in self._rows()[mark:]
+        ]
+        if kind == "tls":
+            return [{"peer": peer} for peer in dict.fromkeys(r["peer"] for r in rows if r["secure"])]
+        return rows
+
+
 def load() -> str:
     """``uptime``'s three load averages."""
     return " ".join(f"{value:.2f}" for value in os.getloadavg())
 
 
 def server_cpu(pid: int) -> float:
+    """CPU seconds of the server process and its children (nginx's worker)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return (int(fields[11]) + int(fields[12])) / TICKS + sum(server_cpu(int(child)) for child in children)
 
 
-def run(site: H2Site, args: list[str], workdir: Path) -> dict[str, float]:
+def run(site: H2Site | NginxSite, args: list[str], workdir: Path) -> dict[str, float]:
     """One trawl run: wall, CPU (trawl, server), the server's TLS connections and requests."""
     mark = site.mark()
     assert site._process is not None
@@ -155,12 +258,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--wide", type=int, default=8, help="the second per-host concurrency measured")
     parser.add_argument("--only", choices=("probe", "live"), default=None)
+    parser.add_argument("--server", choices=("twisted", "nginx"), default="twisted")
     parser.add_argument("--rtt", type=float, default=0.05, help="round-trip seconds the relay adds (0: none)")
     args = parser.parse_args()
     print(f"uptime load at start: {load()}", flush=True)
     with (
         tempfile.TemporaryDirectory(prefix="trawl-bench-h2-") as tmp,
-        H2Site(ports=args.hosts, pages=args.pages, directory=Path(tmp)) as site,
+        (
+            NginxSite(args.hosts, args.pages, Path(tmp))
+            if args.server == "nginx"
+            else H2Site(ports=args.hosts, pages=args.pages, directory=Path(tmp))
+        ) as site,
     ):
         ports = Relay(site.ports, args.rtt).ports if args.rtt > 0 else site.ports
         origins = [f"https://127.0.0.1:{port}" for port in ports]
@@ -176,7 +284,8 @@ def main() -> None:
         per_host = {"probe": "PROBE_HOST_CONCURRENCY", "live": "LIVE_HOST_CONCURRENCY"}
         print(
             f"{len(urls)} probe URLs on {args.hosts} hosts; a live crawl of {args.pages} pages; "
-            f"{args.repeats} rounds; per-host concurrency 2 and {args.wide}; round trip {args.rtt * 1000:.0f} ms",
+            f"{args.repeats} rounds; per-host concurrency 2 and {args.wide}; round trip {args.rtt * 1000:.0f} ms; "
+            f"server {args.server}",
             flush=True,
         )
         header = f"{'job':<6} {'host':>4} {'protocol':<9} {'crawl s':>7} {'wall s':>7} {'cpu s':>6} {'srv cpu':>7} {'TLS conns':>9} {'requests':>8} {'h2':>5}  load"
