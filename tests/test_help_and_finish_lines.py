@@ -204,3 +204,29 @@ def test_a_crates_load_ends_with_its_records_by_kind(workdir: Path) -> None:
     assert f": 1 request, {total:,} records of {len(by_kind)} kinds (" in line, line
     biggest = max(by_kind.items(), key=lambda kv: (kv[1], kv[0]))
     assert f"({biggest[0]} {biggest[1]:,}, " in line, line
+
+
+def test_crawl_all_tables_a_crates_load_by_its_records_not_by_urls(workdir: Path) -> None:
+    with FakeCratesDumpServer(make_dump(TABLES)) as server:
+        settings = {"CRATES_DUMP_URL": server.dump_url, "STORE_URI": "sqlite:///x.db"}
+        result = run_scrapy(workdir, *crawl_args("all", None, settings, "-a", "sources=crates"))
+    assert_no_traceback(result)
+    assert result.returncode == 0, result.stderr[-3000:]
+    [line] = finish_lines(result.stderr, "crates")
+    total = int(re.search(r": 1 request, ([\d,]+) records of ", line)[1].replace(",", ""))  # type: ignore[index]
+    table = [row.split() for row in (result.stdout + result.stderr).splitlines() if row.startswith("source ")]
+    assert table and table[0][:6] == ["source", "requests", "pages", "URLs", "new", "URLs"], table
+    assert "records" in table[0]
+    [row] = [row.split() for row in (result.stdout + result.stderr).splitlines() if row.startswith("crates ")]
+    assert row[:6] == ["crates", "1", "-", "-", "-", f"{total:,}"], row
+
+
+def test_crawl_all_without_a_domain_refuses_an_export_in_one_line(workdir: Path) -> None:
+    settings = {"CRATES_DUMP_URL": "http://127.0.0.1:9/db-dump.tar.gz", "STORE_URI": "sqlite:///x.db"}
+    result = run_scrapy(workdir, *crawl_args("all", None, settings, "-a", "sources=crates", "-o", "urls.txt"))
+    assert_no_traceback(result)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        "trawl: error: -o with 'all' writes a domain's URLs from the store: pass -a domain="
+    )
+    assert not (workdir / "urls.txt").exists()

@@ -23,7 +23,7 @@ from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
-from trawl.errors import EXIT_USAGE, TrawlError, exit_status
+from trawl.errors import EXIT_USAGE, TrawlError, TrawlUsageError, exit_status
 from trawl.exports.from_store import export_from_store
 from trawl.exports.written import say_what_was_written
 from trawl.pipeline.manager import plugin_manager_from_settings
@@ -162,7 +162,15 @@ class Command(ScrapyCrawlCommand):
         """``scrapy crawl all``: see :mod:`trawl.run.crawl_all`."""
         assert self.crawler_process is not None and self.settings is not None
         feeds = dict(self.settings.getdict("FEEDS"))
+        spargs = opts.spargs
         try:
+            # ``all`` without a domain runs the sources that need none (crates, probe...): nothing
+            # of a domain to export then, and -o says so before anything runs.
+            target = None
+            if spargs.get("domain"):
+                target = parse_target(spargs.get("domain"), parse_bool("subs", spargs.get("subs", True)))
+            elif feeds:
+                raise TrawlUsageError("-o with 'all' writes a domain's URLs from the store: pass -a domain=")
             check_run(self.settings, plugins, exports=bool(feeds))
             job_id = uuid.uuid4().hex  # every source's run is part of this one job
             runs = start_all(self.crawler_process, self.settings, opts.spargs, job_id)
@@ -173,15 +181,14 @@ class Command(ScrapyCrawlCommand):
         started = time.time()
         self._start(runs)
         check_only = parse_bool("check_only", opts.spargs.get("check_only", False))
-        spargs = opts.spargs
-        target = parse_target(spargs.get("domain"), parse_bool("subs", spargs.get("subs", True)))
         new_only = parse_bool("new_only", spargs.get("new_only", False))
         run_ids = [run.run_id for run in runs if run.run_id]
         try:
-            export_from_store(
-                run_ids, {} if check_only else feeds, self.settings, plugins, target, new_only=new_only,
-                completed=all(run.ok for run in runs) and not self.crawler_process.bootstrap_failed,
-            )  # fmt: skip
+            if target is not None:
+                export_from_store(
+                    run_ids, {} if check_only else feeds, self.settings, plugins, target, new_only=new_only,
+                    completed=all(run.ok for run in runs) and not self.crawler_process.bootstrap_failed,
+                )  # fmt: skip
         except (TrawlError, OSError) as exc:
             sys.stderr.write(f"trawl: error: cannot write the exports: {exc}\n")
             self.exitcode = EXIT_INCOMPLETE

@@ -26,6 +26,7 @@ from trawl.politeness.ratelimit import source_rate
 from trawl.politeness.rates import format_duration, parse_rate
 from trawl.run import statkeys
 from trawl.run.failcause import estimate_unknown
+from trawl.run.finishline import says_urls, stored_by_kind
 from trawl.run.jobdir import JOB_ID, RESUMABLE
 from trawl.run.outcome import COMPLETE, PARTIAL, SKIPPED_NO_KEY, error_count
 from trawl.run.progress import ELAPSED, Progress
@@ -81,6 +82,18 @@ class SourceRun:
         """This source's errors: its own, not those other sources logged in the process."""
         stats = self.crawler.stats
         return error_count(stats.get_stats()) if stats is not None else 0
+
+    @property
+    def says_urls(self) -> bool:
+        """A URL source (pages, URLs, new URLs); else one of another record kind."""
+        spider = getattr(self.crawler, "spider", None)
+        return spider is None or says_urls(spider)
+
+    @property
+    def records(self) -> int:
+        """Records this source handed to the store, every kind together."""
+        stats = self.crawler.stats
+        return sum(stored_by_kind(stats.get_stats()).values()) if stats is not None else 0
 
     @property
     def ok(self) -> bool:
@@ -179,19 +192,25 @@ def summary_table(runs: list[SourceRun], settings: Settings, check_only: bool) -
         rows = [(r.name, _estimate_requests(r), _estimate_duration(r, settings), r.outcome) for r in runs]
     else:
         header = ("source", "requests", "pages", "URLs", "new URLs", "errors", "duration", "state")
-        rows = [
-            (
-                r.name,
-                f"{r.stat('downloader/request_count'):,}",
-                f"{r.stat(statkeys.PAGES):,}",
-                f"{r.stat(statkeys.URLS_UNIQUE):,}",
-                f"{r.stat(statkeys.URLS_NEW):,}",
-                f"{r.errors:,}",
-                f"{r.duration:.1f} s",
-                r.outcome,
+        kinds = [r for r in runs if not r.says_urls]
+        if kinds:  # a source of another record kind (crates, probe...) counts records, not URLs
+            header = (*header[:5], "records", *header[5:])
+        rows = []
+        for r in runs:
+            url_keys = (statkeys.PAGES, statkeys.URLS_UNIQUE, statkeys.URLS_NEW)
+            urls = tuple(f"{r.stat(key):,}" if r.says_urls else "-" for key in url_keys)
+            records = (f"{r.records:,}" if not r.says_urls else "-",) if kinds else ()
+            rows.append(
+                (
+                    r.name,
+                    f"{r.stat('downloader/request_count'):,}",
+                    *urls,
+                    *records,
+                    f"{r.errors:,}",
+                    f"{r.duration:.1f} s",
+                    r.outcome,
+                )
             )
-            for r in runs
-        ]
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
     lines = [
         "  ".join(str(cell).ljust(w) for cell, w in zip(row, widths, strict=True)) for row in [header, *rows]
