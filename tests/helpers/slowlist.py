@@ -2,7 +2,7 @@
 
 ``make check`` is the inner loop's tier: at most 2 minutes on two cores. It leaves
 out the modules that start real servers (:data:`SERVER_MODULES`: pywb, scrapyd,
-PostgreSQL, Redis, noida-db) and every test that took over :data:`LIMIT` seconds
+PostgreSQL, Redis, noida-db, Chromium) and every test that took over :data:`LIMIT` seconds
 in the full run the list was made from; at 1 s, 1,363 of 1,773 tests ran in
 154 test-seconds. Regenerate after a full run:
 ``pytest -n 2 --junitxml=run.xml && python -m tests.helpers.slowlist run.xml``.
@@ -19,9 +19,10 @@ LIST = Path(__file__).with_name("slow_tests.txt")
 TESTS = Path(__file__).resolve().parents[1]
 SERVER_MODULES = frozenset({
     "test_distributed_postgres", "test_elasticsearch_store", "test_kibana", "test_page_spreading",
-    "test_postgres_kinds", "test_postgres_store", "test_pywb_server_smoke", "test_queue_workers",
-    "test_scrapyd", "test_scrapyd_schedules", "test_scrapyd_server", "test_shared_gate",
-    "test_wayback_pywb", "test_worker_signals",
+    "test_postgres_kinds", "test_postgres_outage", "test_postgres_store", "test_pywb_server_smoke",
+    "test_queue_dead_letters", "test_queue_workers", "test_scrapyd", "test_scrapyd_schedules",
+    "test_scrapyd_server", "test_serve_browser", "test_shared_gate", "test_store_across_machines",
+    "test_wayback_pywb", "test_worker_fairness", "test_worker_signals",
 })  # fmt: skip
 
 
