@@ -1,0 +1,159 @@
+"""Read commands import what they use, and the built-in sources' table names the real classes.
+
+A read command's whole run is its start-up: importing every source (Scrapy's HTTP
+handler, Twisted's TLS, polars), psycopg and prometheus_client to register them cost
+``trawl list`` about 0.9 s of CPU of its 1.3 s. Each command here runs in a fresh
+interpreter (the fork server's children have everything imported already) against a
+small SQLite store, and the modules it imported are read at exit: a module import
+added on a read path fails the test that names the command, not a benchmark later.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from scrapy import Spider
+from scrapy.utils.misc import walk_modules_iter
+
+from tests.helpers.probe import seed
+from trawl.sources.builtin import BUILTIN_RECORD_SOURCE_PATHS, BUILTIN_URL_SOURCES, SOURCES
+
+#: Run as ``python -c``: the command line, then every imported module's name in $MODULES_OUT.
+RUN_AND_LIST_MODULES = """
+import atexit, os, sys
+atexit.register(lambda: open(os.environ["MODULES_OUT"], "w").write("\\n".join(sorted(sys.modules))))
+from trawl.cli import main
+main(sys.argv[1:])
+"""
+
+#: No read command needs these: the crawl machinery, other stores' clients, the sources.
+NEVER = (
+    "scrapy.crawler",
+    "scrapy.core.engine",
+    "scrapy.core.downloader.handlers.http11",
+    "twisted.internet.reactor",
+    "psycopg",
+    "redis",
+    "elasticsearch",
+    "pyarrow",
+    "adbc_driver_manager",
+    "prometheus_client",
+    "yaml",
+    *sorted({path.partition(":")[0] for path in SOURCES.paths.values()}),
+)
+#: Only a command that reads the store's records builds a polars frame.
+NO_STORE = (*NEVER, "polars", "tldextract")
+
+URLS = ["https://example.com/", "https://example.com/login", "https://api.example.com/v1/users"]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("startup")
+    seed(folder / "trawl.db", URLS)
+    return folder
+
+
+def run(folder: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    out = folder / f"modules-{args[0]}.txt"
+    env = dict(os.environ, MODULES_OUT=str(out), TRAWL_STORE_URI=f"sqlite:///{folder / 'trawl.db'}")
+    env.pop("SCRAPY_SETTINGS_MODULE", None)
+    result = subprocess.run(
+        [sys.executable, "-c", RUN_AND_LIST_MODULES, *args],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    return result, set(out.read_text().split())
+
+
+def imported(modules: set[str], names: tuple[str, ...]) -> list[str]:
+    return [name for name in names if name in modules]
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "says"),
+    [
+        (("version",), 0, "trawl "),
+        (("list",), 0, "wayback\n"),
+        (("plugins",), 0, "sources"),
+    ],
+)
+def test_a_command_that_reads_no_store_imports_neither_sources_nor_polars(
+    store: Path, args: tuple[str, ...], status: int, says: str
+) -> None:
+    result, modules = run(store, *args)
+    assert result.returncode == status, result.stderr[-2000:]
+    assert says in result.stdout
+    assert imported(modules, NO_STORE) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "says"),
+    [
+        (("report", "new", "--domain", "example.com"), 1, "the store has no run for example.com"),
+        (("endpoints", "-a", "domain=example.com"), 1, "no endpoints mined for example.com"),
+        (("crates", "top"), 1, "holds no crates.io data"),
+    ],
+)
+def test_a_command_that_reads_the_store_imports_no_source_and_no_other_store(
+    store: Path, args: tuple[str, ...], status: int, says: str
+) -> None:
+    result, modules = run(store, *args)
+    assert result.returncode == status, result.stderr[-2000:]
+    assert says in result.stdout + result.stderr
+    assert imported(modules, NEVER) == []
+
+
+@pytest.fixture(scope="module")
+def searched(store: Path) -> tuple[subprocess.CompletedProcess[str], set[str]]:
+    return run(store, "search", "*", "--format", "txt")
+
+
+def test_search_prints_the_stored_urls_without_importing_a_source(
+    searched: tuple[subprocess.CompletedProcess[str], set[str]],
+) -> None:
+    result, modules = searched
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert sorted(result.stdout.split()) == sorted(URLS)
+    assert imported(modules, NEVER) == []
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the SQLite store's class (trawl.stores.sqlite.store) imports polars and its write path;"
+    " a search reads rows and needs neither (0.2 s of CPU)",
+)
+def test_search_does_not_import_polars(searched: tuple[subprocess.CompletedProcess[str], set[str]]) -> None:
+    assert imported(searched[1], ("polars",)) == []
+
+
+def test_the_built_in_sources_table_names_each_source_by_its_own_name() -> None:
+    assert set(SOURCES) == {*BUILTIN_URL_SOURCES, *BUILTIN_RECORD_SOURCE_PATHS}
+    assert not set(BUILTIN_URL_SOURCES) & set(BUILTIN_RECORD_SOURCE_PATHS)
+    for name in SOURCES:
+        assert issubclass(SOURCES[name], Spider)
+        assert SOURCES[name].name == name
+
+
+def test_every_source_class_in_trawl_is_in_the_table() -> None:
+    """A new source module must be added to the table, or no crawl can name it."""
+    found = {
+        obj.name: f"{obj.__module__}:{obj.__qualname__}"
+        for module in walk_modules_iter("trawl.sources")
+        for obj in vars(module).values()
+        if isinstance(obj, type)
+        and issubclass(obj, Spider)
+        and obj.__module__ == module.__name__
+        and isinstance(getattr(obj, "name", None), str)
+        and obj.name != "all"
+    }
+    assert found == SOURCES.paths
