@@ -4,9 +4,10 @@ Pure functions of a Scrapy response (or a failure), so the spider only routes.
 Redirects are Scrapy's (``RedirectMiddleware``: each hop passes trawl's
 downloader middlewares and the gate like any request); the chain is read from
 ``redirect_urls`` and ``redirect_reasons``. The TLS certificate is the one
-Scrapy's HTTP/1.1 handler puts on ``response.certificate`` (Twisted's
-``Certificate``, read with ``cryptography``); Scrapy does not verify it, so an
-expired or self-signed certificate is reported, not refused.
+Scrapy's handler (HTTP/1.1 or HTTP/2: :mod:`trawl.politeness.http2`) puts on
+``response.certificate`` (Twisted's ``Certificate``, read with
+``cryptography``); Scrapy does not verify it, so an expired or self-signed
+certificate is reported, not refused. ``protocol`` is what the answer came by.
 """
 
 from __future__ import annotations

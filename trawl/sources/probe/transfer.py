@@ -22,7 +22,9 @@ per-hostname slots) ``PROBE_HOST_CONCURRENCY`` requests at once (2 by default),
 while the source's concurrency (``SOURCE_CONCURRENCY["probe"]``, 32 by default)
 bounds the whole probe: many hosts go on in parallel, none gets more than two
 at a time. Connections are kept alive and reused per host by Scrapy's HTTP/1.1
-pool (an answer cut short closes its connection: the rest of it is never read).
+pool (an answer cut short closes its connection: the rest of it is never read);
+an https origin that offers HTTP/2 gets one connection, its requests streams of
+it (a cut answer resets its stream only: :mod:`trawl.politeness.http2`).
 """
 
 from __future__ import annotations
