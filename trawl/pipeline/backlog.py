@@ -16,6 +16,11 @@ no new request; those in flight finish), and every paused crawler goes on as
 soon as the backlog is back under the bound. The default, 50,000 rows, is
 about a second of the SQLite writer's work (17 µs a row, bench_store_write):
 enough that the writer never waits for the reactor, little enough memory.
+
+Rows are not memory: 50,000 URL rows are about 7 MB (polars'
+``estimated_size``), a row of another record kind can be many times that. So
+the frames' bytes are counted too, and :data:`BYTES_BOUND` pauses a crawler as
+the row bound does, whichever is reached first.
 """
 
 from __future__ import annotations
@@ -26,25 +31,38 @@ if TYPE_CHECKING:
     from scrapy.core.engine import ExecutionEngine
 
 
+#: The frames' bytes waiting for the stores, at most (with ``STORE_BACKLOG_ROWS`` set): nine times
+#: what 50,000 URL rows take, so that the row bound governs URL crawls as before.
+BYTES_BOUND = 64 * 1024 * 1024
+
+
 class StoreBacklog:
-    """Rows waiting for an asynchronous store in this process, and the engines paused for them."""
+    """Rows and bytes waiting for an asynchronous store in this process, and the engines paused for them."""
 
     rows: ClassVar[int] = 0
+    size: ClassVar[int] = 0
     _paused: ClassVar[list[ExecutionEngine]] = []
 
     @classmethod
-    def add(cls, rows: int, engine: ExecutionEngine | None, limit: int) -> None:
-        """``rows`` handed to a store; pause ``engine`` if the backlog is over ``limit`` (0: no bound)."""
+    def over(cls, limit: int) -> bool:
+        """Is the backlog over ``limit`` rows or :data:`BYTES_BOUND` bytes (``limit`` 0: no bound)?"""
+        return bool(limit) and (cls.rows > limit or cls.size > BYTES_BOUND)
+
+    @classmethod
+    def add(cls, rows: int, engine: ExecutionEngine | None, limit: int, size: int = 0) -> None:
+        """``rows`` (``size`` bytes) handed to a store; pause ``engine`` if the backlog is over the bound."""
         cls.rows += rows
-        if limit and cls.rows > limit and engine is not None and not engine.paused:
+        cls.size += size
+        if cls.over(limit) and engine is not None and not engine.paused:
             engine.pause()
             cls._paused.append(engine)
 
     @classmethod
-    def done(cls, rows: int, limit: int) -> None:
-        """``rows`` written (or failed); the paused engines go on once the backlog is under ``limit``."""
+    def done(cls, rows: int, limit: int, size: int = 0) -> None:
+        """``rows`` (``size`` bytes) written, or failed; the paused engines go on once under the bound."""
         cls.rows -= rows
-        if cls.rows > limit and limit:
+        cls.size -= size
+        if cls.over(limit):
             return
         paused, cls._paused = cls._paused, []
         for engine in paused:

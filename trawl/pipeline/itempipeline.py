@@ -187,12 +187,12 @@ class PluginPipeline:
             return 0
         if isinstance(store, AsyncWritingStore):
             # The reactor goes on with other pages meanwhile, within the backlog's bound.
-            rows = len(batch)
-            StoreBacklog.add(rows, self.crawler.engine, self.backlog_rows)
+            rows, size = len(batch), batch.frame.estimated_size()
+            StoreBacklog.add(rows, self.crawler.engine, self.backlog_rows, size)
             try:
                 return await store.write_batch_async(batch)
             finally:
-                StoreBacklog.done(rows, self.backlog_rows)
+                StoreBacklog.done(rows, self.backlog_rows, size)
         return store.write_batch(batch)
 
     def _fail_store(self, what: str, exc: Exception) -> None:
