@@ -145,10 +145,19 @@ class Prestager:
                 os.remove(path)
 
 
+#: WAL pages between checkpoints while a dump loads (64 MiB at 4 KiB pages; SQLite's default is
+#: 1000): a 50,000-row batch dirties about 1,000 pages, so every commit checkpointed (two fsyncs,
+#: and the right-hand pages of the growing tables copied again each time). Measured, 2 million rows
+#: in 50,000-row batches: the merges' wall 5.1-5.4 s against 6.4-8.3 s, CPU 8% less.
+LOAD_CHECKPOINT_PAGES = 16384
+
+
 def attach(con: sqlite3.Connection, path: str) -> str:
     """On the writer, outside a transaction: ``path`` attached; the table to merge from."""
     if not os.path.isfile(path):
         raise StoreError(f"the staged batch {path!r} is gone: its load was stopped")
+    # The process is a dump load's (the crates source runs in no crawl all): its connection's own.
+    con.execute(f"PRAGMA wal_autocheckpoint={LOAD_CHECKPOINT_PAGES}")
     con.execute("ATTACH DATABASE ? AS " + SCHEMA, (path,))
     return f"{SCHEMA}.{TABLE}"
 
