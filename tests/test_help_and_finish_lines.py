@@ -230,3 +230,23 @@ def test_crawl_all_without_a_domain_refuses_an_export_in_one_line(workdir: Path)
         "trawl: error: -o with 'all' writes a domain's URLs from the store: pass -a domain="
     )
     assert not (workdir / "urls.txt").exists()
+
+
+@pytest.mark.parametrize("source", ["probe", "crates"])
+def test_a_source_that_reads_no_config_file_refuses_one(tmp_path: Path, source: str) -> None:
+    listed = trawl(tmp_path, "list", source)
+    assert listed.returncode == 0 and "-a config=" not in listed.stdout, listed.stdout
+    args = ["crawl", source, "-a", "config=config.yml", "-s", "STORE_URI=sqlite:///x.db"]
+    if source != "crates":
+        args += ["-a", "domain=example.com"]
+    done = trawl(tmp_path, *args)
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith(
+        f"trawl: error: unknown argument for the {source} source: -a config= (known: "
+    ), done.stderr[-2000:]
+
+
+def test_a_url_source_and_a_keyed_source_list_their_config_file(tmp_path: Path) -> None:
+    for source in ("wayback", "virustotal"):
+        listed = trawl(tmp_path, "list", source)
+        assert "-a config=" in listed.stdout, listed.stdout

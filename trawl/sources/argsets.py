@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+#: ``-a config=``, waymore's config.yml: a URL source reads its filter lists, a source with an API
+#: key its keys; the other sources take no such file (accepting it, they ignored it in silence).
+CONFIG_ARGUMENT = "config"
+CONFIG_HELP = "a waymore config.yml: its filter lists and API keys apply"
+
 #: Arguments every source accepts, whatever its record kind, each with the line ``trawl list`` says.
 SOURCE_ARGUMENT_HELP: Mapping[str, str] = {
-    "config": "a waymore config.yml: its filter lists and API keys apply",
     "limit_requests": "stop after this many data requests (default 0: no cap)",
     "check_only": "true: send only the counting requests and say what a full run would cost",
 }
@@ -18,6 +22,7 @@ SOURCE_ARGUMENTS = frozenset(SOURCE_ARGUMENT_HELP)
 
 #: Arguments a URL source (:class:`SourceSpider`) adds: its domain, filters and exports.
 URL_ARGUMENT_HELP: Mapping[str, str] = {
+    CONFIG_ARGUMENT: CONFIG_HELP,
     "domain": "the domain (required); *.example.com or a URL is read as its host",
     "subs": "include subdomains (default true)",
     "filters": "false: switch every waymore filter off (collect everything)",

@@ -33,6 +33,7 @@ from trawl.run.finishline import Tally
 from trawl.run.stopping import interruptible
 from trawl.settings_checks import Setting, apply_defaults, http_url, read, text
 from trawl.sources.argsets import (
+    CONFIG_ARGUMENT,
     FILTER_ARGUMENT_HELP,
     FILTER_ARGUMENTS,
     SOURCE_ARGUMENT_HELP,
@@ -179,7 +180,8 @@ class Source(Outcomes, scrapy.Spider):
     @classmethod
     def accepted_arguments(cls) -> frozenset[str]:
         """The ``-a`` names this source takes (lower case): what ``crawl all`` hands it."""
-        return SOURCE_ARGUMENTS | frozenset(cls.extra_arguments)
+        keyed = frozenset({CONFIG_ARGUMENT}) if cls.api_key_setting else frozenset()
+        return SOURCE_ARGUMENTS | keyed | frozenset(cls.extra_arguments)
 
     @classmethod
     def described_arguments(cls) -> dict[str, str]:
