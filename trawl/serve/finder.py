@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trawl.records.batches import UrlRecord
-from trawl.search import field_named, parse
+from trawl.search import MatchAll, field_named, parse
 from trawl.serve.fts import ATTACHED, match_expression
 from trawl.stores.sqlite.query import sql_expr, to_sql
 
@@ -58,12 +58,24 @@ class Where:
 
 
 def where_of(query: str, words: str = "", fts: bool = False) -> Where:
-    """The ``WHERE`` of a query (``*`` or empty: every URL) and words; a bad query raises QueryError."""
-    translated = to_sql(parse(query.strip() or "*"))
+    """The ``WHERE`` of a query (``*`` or empty: every URL) and words; a bad query raises QueryError.
+
+    Words alone: the index lists the URLs holding them. Words beside a query: each URL
+    the query selects is looked up in the index by its row id, so a page of a host's
+    URLs does not wait for every URL holding a common word (4.5 s on 5,000,000 URLs).
+    """
+    node = parse(query.strip() or "*")
+    translated = to_sql(node)
     sql, params = translated.where, list(translated.params)
     expression = match_expression(words) if fts else ""
-    if expression:
-        sql = f"({sql}) AND url IN (SELECT url FROM {ATTACHED}.urls_fts WHERE urls_fts MATCH ?)"
+    if expression and isinstance(node, MatchAll):
+        sql = f"({sql}) AND url IN (SELECT url FROM {ATTACHED}.url_words WHERE url_words MATCH ?)"
+        params.append(expression)
+    elif expression:
+        sql = (
+            f"({sql}) AND EXISTS (SELECT 1 FROM {ATTACHED}.url_words"
+            " WHERE url_words MATCH ? AND url_words.rowid = trawl_url_id(urls.url))"
+        )
         params.append(expression)
     return Where(sql, params)
 
