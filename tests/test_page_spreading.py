@@ -34,7 +34,7 @@ from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.redis_server import RedisServer
 from trawl.distributed.queue import WorkQueue
 from trawl.distributed.spread import RunRequests, UnserializableRequest
-from trawl.errors import TrawlUsageError
+from trawl.errors import UnreachableError
 
 
 class Pages(scrapy.Spider):
@@ -401,7 +401,7 @@ def test_a_crawler_built_during_a_redis_outage_waits_instead_of_failing(tmp_path
         scheduler = SpreadScheduler.from_crawler(crawler)  # no PING: the lane waits the outage out
         assert scheduler.run.run == "run-1"
         check_run(crawler.settings, plugins=None, redis_checked=True)  # type: ignore[arg-type]
-        with pytest.raises(TrawlUsageError, match="cannot reach Redis"):  # `trawl crawl`: one line at start
+        with pytest.raises(UnreachableError, match="cannot reach Redis"):  # `trawl crawl`: one line at start
             check_run(crawler.settings, plugins=None)  # type: ignore[arg-type]
 
 

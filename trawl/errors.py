@@ -15,6 +15,10 @@ class StoreError(TrawlError):
     """The configured store cannot be opened or written."""
 
 
+class UnreachableError(TrawlError):
+    """A shared service the command needs (Redis) does not answer: a failure, not bad input."""
+
+
 #: Exit status of a command that failed (a store that cannot be read, nothing of what was asked).
 EXIT_FAILED = 1
 #: Exit status of a command given bad input (an option, an argument, a setting).
@@ -22,9 +26,9 @@ EXIT_USAGE = 2
 
 
 def exit_status(exc: TrawlError) -> int:
-    """Bad input is 2; a store that cannot be reached or read is 1, as a run that failed.
+    """Bad input is 2; a store or Redis that cannot be reached or read is 1, as a run that failed.
 
     A mistyped setting is the user's to fix before anything runs; a database that is down at
     the start is the same failure as one that goes down mid-run, which has always exited 1.
     """
-    return EXIT_FAILED if isinstance(exc, StoreError) else EXIT_USAGE
+    return EXIT_FAILED if isinstance(exc, StoreError | UnreachableError) else EXIT_USAGE

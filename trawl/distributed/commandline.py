@@ -16,7 +16,7 @@ from scrapy.utils.conf import arglist_to_dict
 
 from trawl.distributed.connection import SETTING, connect
 from trawl.distributed.queue import WorkQueue
-from trawl.errors import EXIT_USAGE, TrawlError
+from trawl.errors import EXIT_USAGE, TrawlError, exit_status
 from trawl.run.logs import install_log_handler, write_usage_error
 from trawl.settings_checks import real_value, whole_value
 from trawl.validation import LOGGING_SETTINGS, validate_settings
@@ -39,8 +39,9 @@ def given_settings(opts: argparse.Namespace) -> dict[str, str]:
 
 
 def fail(settings: Any, error: TrawlError | str) -> int:
+    """One ``trawl: error:`` line; the exit status: 2 for bad input, 1 for a Redis that does not answer."""
     write_usage_error(settings, str(error))
-    return EXIT_USAGE
+    return exit_status(error) if isinstance(error, TrawlError) else EXIT_USAGE
 
 
 def stderr(line: str) -> None:

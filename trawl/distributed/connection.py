@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from trawl.errors import TrawlUsageError
+from trawl.errors import TrawlUsageError, UnreachableError
 from trawl.run.secrets import redact, register_secret
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def client(settings: Any) -> redis.Redis:
 
 
 def connect(settings: Any) -> redis.Redis:
-    """A client of the shared Redis that answered ``PING``; ``TrawlUsageError`` in one line if none does."""
+    """A client of the shared Redis that answered ``PING``; ``UnreachableError`` in one line if none does."""
     import redis
 
     url = redis_url(settings)
@@ -68,5 +68,5 @@ def connect(settings: Any) -> redis.Redis:
         shared = client(settings)
         shared.ping()
     except (redis.RedisError, ValueError) as exc:
-        raise TrawlUsageError(f"{SETTING} {redact(url)!r}: cannot reach Redis: {redact(str(exc))}") from None
+        raise UnreachableError(f"{SETTING} {redact(url)!r}: cannot reach Redis: {redact(str(exc))}") from None
     return shared

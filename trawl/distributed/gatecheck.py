@@ -1,4 +1,4 @@
-"""Before a crawl starts: the Redis the shared gate needs answers, or one line and exit 2.
+"""Before a crawl starts: the Redis the shared gate needs answers, or one line and exit 1.
 
 Checked before the reactor runs (a blocking ``PING``, once): inside the crawl a
 Redis that never answered would only hold every request at the gate, which
@@ -13,6 +13,6 @@ from trawl.distributed.connection import connect, redis_url
 
 
 def check_shared_gate(settings: Any) -> None:
-    """One-line ``TrawlUsageError`` if ``TRAWL_REDIS_URL`` is set, the gates are on, and Redis is silent."""
+    """One-line ``UnreachableError`` if ``TRAWL_REDIS_URL`` is set, the gates are on, and Redis is silent."""
     if redis_url(settings) and settings.getbool("RATE_LIMITS_ENABLED", True):
         connect(settings).close()
