@@ -13,9 +13,14 @@ each test reads the log lines that came after its mark.
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
 import socket
 import sqlite3
+import subprocess
+import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,12 +29,12 @@ import pytest
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import assert_no_traceback, run_scrapy
-    from tests.servers.h2site import BIG_PAGE, EVIL, H2Site
+    from tests.servers.h2site import BIG_PAGE, EVIL, H2Site, wait_for
     from tests.servers.proxy import FakeProxy
     from tests.servers.website import TlsSite
 except ImportError:
     from conftest import assert_no_traceback, run_scrapy  # type: ignore[no-redef]
-    from servers.h2site import BIG_PAGE, EVIL, H2Site  # type: ignore[no-redef]
+    from servers.h2site import BIG_PAGE, EVIL, H2Site, wait_for  # type: ignore[no-redef]
     from servers.proxy import FakeProxy  # type: ignore[no-redef]
     from servers.website import TlsSite  # type: ignore[no-redef]
 
@@ -230,3 +235,31 @@ def test_an_unreachable_https_origin_fails_at_once_with_its_connection_error(tmp
     found = probe(tmp_path, urls, "-s", "RETRY_ENABLED=False")
     assert [(r["status"], r["verdict"]) for r in found.values()] == [(None, "dead"), (None, "dead")]
     assert all("Connection was refused" in r["error"] for r in found.values()), found
+
+
+def test_a_stopped_probe_gives_up_its_http2_streams_and_ends(h2: H2Site, tmp_path: Path) -> None:
+    """Ctrl-C with a request on the wire that is never answered: given up after the stop's grace
+    (3 s), not held for the 20 s timeout, and no traceback."""
+    mark = h2.mark()
+    (tmp_path / "urls.txt").write_text(f"{h2.origins[0]}/hang\n")
+    args = [
+        sys.executable, "-m", "scrapy", "crawl", "probe", "-a", "list=urls.txt", "-a", "allow_private=true",
+        "-s", f"STORE_URI=sqlite:///{tmp_path / 'trawl.db'}", "-s", "AUTOTHROTTLE_ENABLED=False",
+    ]  # fmt: skip
+    env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings")
+    env.pop("SCRAPY_PROJECT", None)
+    with subprocess.Popen(args, cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            hanging = wait_for(lambda: any(r["path"] == "/hang" for r in h2.since(mark, "request")), 60)
+            assert hanging and proc.poll() is None
+            proc.send_signal(signal.SIGINT)
+            stopped = time.monotonic()
+            _, stderr = proc.communicate(timeout=30)
+            took = time.monotonic() - stopped
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert took < 15, stderr[-3000:]
+    assert "partial (shutdown)" in stderr
+    assert {row["protocol"] for row in h2.since(mark, "request")} == {"HTTP/2"}

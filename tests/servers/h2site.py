@@ -15,7 +15,8 @@ origin (``https://127.0.0.1:PORT``) serving the same generated site:
   page ``n`` to ``10n+1`` ... ``10n+10``); each page is about 2 KB of HTML;
 * ``/big``: 300 KB of HTML; ``/bomb``: 16 KB of gzip (``Content-Encoding: gzip``,
   sent whatever the client asked) inflating to 16 MiB; ``/away``: a 302 to
-  ``https://evil.example.net/stolen``; ``/moved``: a 301 to ``/p/1``. The home
+  ``https://evil.example.net/stolen``; ``/moved``: a 301 to ``/p/1``; ``/hang``:
+  never answered. The home
   page links ``/bomb`` too (the live crawl's size bound);
 * anything else: a 404 page.
 
@@ -153,6 +154,8 @@ def serve(ports: int, pages: int, alpn: str, log_path: Path, cert_dir: Path) -> 
                 return b""
             if path == "/":
                 return home_body(pages)
+            if path == "/hang":  # never answered: the client's timeout or stop ends it
+                return server.NOT_DONE_YET  # type: ignore[no-any-return]
             if path == "/big":
                 return BIG_PAGE
             if path == "/bomb":
