@@ -80,7 +80,7 @@ def test_ia_text_with_fl_fields() -> None:
 
 
 def test_ia_text_well_formed_page_is_read_in_one_columnar_read() -> None:
-    # The careful path reads the same values a Python string at a time (13% of a crawl's CPU):
+    # The careful path reads the same values a Python string at a time (2.5x the CPU):
     # it must stay the exception, whatever polars' version calls its reader's options.
     page = _read_text(TEXT, FIELDS)
     assert page is not None and page.rows == 2

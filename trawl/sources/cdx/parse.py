@@ -266,7 +266,7 @@ def _read_ndjson(text: bytes) -> ParsedPage | None:
 
 #: ``read_csv``'s way of reading an empty field as "" and not null: polars 2 renamed the option, and
 #: a keyword it does not know raised inside :func:`_read_text`'s ``except``, so every page went the
-#: careful Python way (``str.split`` and a Python list a column: 13% of a crawl's CPU).
+#: careful Python way (``str.split`` and a Python list a column: 1.14 against 0.46 µs a capture).
 _EMPTY_AS_TEXT = (
     {"empty_string_is_null": False}
     if "empty_string_is_null" in inspect.signature(pl.read_csv).parameters
