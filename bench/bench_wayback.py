@@ -28,6 +28,7 @@ import json
 import os
 import resource
 import shlex
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -230,6 +231,7 @@ def main() -> None:
     summary = [line for line in output.splitlines() if "wayback: complete" in line]
     with sqlite3.connect(store_dir / "bench.db") as con:
         stored = {row[0] for row in con.execute("SELECT url FROM urls")}
+    shutil.rmtree(workdir, ignore_errors=True)  # a 2,000,000-capture store is 250 MB of /tmp
     print(summary[-1] if summary else "(no summary line)")
     print(
         f"stored URLs: {len(stored):,} (expected {len(expected):,}; "
