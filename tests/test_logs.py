@@ -1,7 +1,7 @@
 """What a default run prints (issue 9, item 9): the useful lines, not Scrapy's dumps.
 
 A default ``crawl all`` against the seven local stand-ins printed 576 stderr
-lines on the code before trawl.run.logs (604 with the politeness gates on; the
+lines on the code before trawl.common.logs (604 with the politeness gates on; the
 settings, middleware and stats dumps of every source around the useful lines;
 ``make crawl`` on the real services, 598). Now 16 (23 with the gates on): the
 store, what each source found, its summary, and any warning or error. Scrapy's
@@ -30,7 +30,7 @@ from tests.servers.intelx import FakeIntelX
 from tests.servers.otx import FakeOtxServer, OtxUrl
 from tests.servers.urlscan import FakeUrlscanServer, make_result
 from tests.servers.virustotal import FakeVirusTotal, build_report
-from trawl.run.counts import counted
+from trawl.common.counts import counted
 
 QUIET = {"TRAWL_LOG_ALL": "False"}  # trawl's default console (the suite keeps Scrapy's lines)
 VT_KEY = "vt-logs-key-8e21c4d09b7a"

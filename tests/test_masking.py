@@ -2,7 +2,7 @@
 
 VirusTotal's v2 API takes the key in the query string, so Scrapy's DEBUG
 "Crawled <GET ...?apikey=...>" and "Scraped from <200 ...>" lines hold it. On
-the code before trawl.run.secrets' record factory, masking was re-attached only by
+the code before trawl.common.secrets' record factory, masking was re-attached only by
 the Progress extension: with ``PROGRESS_INTERVAL=-1`` or the extension removed
 from ``EXTENSIONS`` both lines printed the key.
 """
@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import crawl_args, run_scrapy
 from tests.helpers import processes
 from tests.servers.virustotal import FakeVirusTotal, build_report, server_error
-from trawl.run.secrets import register_secret
+from trawl.common.secrets import register_secret
 
 KEY = "vt-mask-key-5f0c2b7e91d4a6"
 REPORT = build_report(

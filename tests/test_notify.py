@@ -209,7 +209,7 @@ def test_a_slow_receiver_delays_the_end_by_the_timeout_at_most(workdir: Path) ->
     assert f"notify: webhook (127.0.0.1:{slow.base_url.rsplit(':', 1)[1]}) did not answer within 1 s" in line
     assert len(fast.requests) == 1  # sent at the same time, not after the slow one
     # From the post to the end of the process: the timeout and Python's exit steps, far below the
-    # receiver's 60 s; not the interpreter's teardown, over 2 s when loaded (trawl.run.exiting).
+    # receiver's 60 s; not the interpreter's teardown, over 2 s when loaded (trawl.common.exiting).
     assert ended - slow.arrivals[0] < 1 + 3
 
 

@@ -20,10 +20,10 @@ import psycopg
 import pytest
 from scrapy.settings import Settings
 
+from trawl.common import statkeys
 from trawl.errors import StoreError, TrawlUsageError
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import UrlBatch
-from trawl.run import statkeys
 from trawl.search import FIELDS, parse
 from trawl.stores.contract import CAPABILITIES, PartlyStored, missing_capabilities
 from trawl.stores.postgresql import PostgresStore

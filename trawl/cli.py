@@ -39,7 +39,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trawl.run.startup import install_startup_handlers
+from trawl.common.startup import install_startup_handlers
 
 if __name__ == "__main__" or Path(sys.argv[0]).name == "trawl":
     # Before Scrapy is imported (a second or more): Ctrl-C from here on is one line.

@@ -58,7 +58,7 @@ SPREAD_HOLD = 0
 
 # --- Files -------------------------------------------------------------------------------
 # The umask of the run: every file trawl creates (store, LOG_FILE, exports, JOBDIR, reports)
-# is 0600 and every folder 0700; 022 for 0644/0755, empty for the inherited umask (trawl.run.files).
+# is 0600 and every folder 0700; 022 for 0644/0755, empty for the inherited umask (trawl.common.files).
 UMASK = "077"
 
 # --- Plugins -----------------------------------------------------------------------------
@@ -93,7 +93,7 @@ EXTENSIONS = {
     "scrapy.extensions.throttle.AutoThrottle": None,
     "trawl.politeness.throttle.SourceAutoThrottle": 0,
     # ERROR lines counted per crawler: one source's error is not another's (crawl all).
-    "trawl.run.attribution.ErrorAttribution": 0,
+    "trawl.common.attribution.ErrorAttribution": 0,
     # /metrics for Prometheus when PROMETHEUS_PORT is set (trawl.metrics); off otherwise.
     "trawl.metrics.extension.Metrics": 500,
 }
@@ -103,7 +103,7 @@ PROGRESS_STALL_AFTER = 30.0
 LOG_LEVEL = "INFO"
 LOGSTATS_INTERVAL = 0  # the progress line replaces Scrapy's "Crawled N pages" line
 
-# --- Logs (trawl.run.logs) ---------------------------------------------------------------------
+# --- Logs (trawl.common.logs) ---------------------------------------------------------------------
 # The console shows trawl's lines and every warning; Scrapy's banner and dumps go to LOG_FILE.
 TRAWL_LOG_ALL = False  # True: every INFO line on the console too, as plain Scrapy prints them
 TRAWL_LOG_JSON = False  # True: one JSON object a line (time, level, source, message, counters)

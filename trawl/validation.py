@@ -31,12 +31,12 @@ from typing import Any
 
 from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
 
+from trawl.common.files import umask_check
 from trawl.distributed.connection import check_redis_url
 from trawl.errors import TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.proxies import read_proxy_list
 from trawl.politeness.rates import parse_rate
-from trawl.run.files import umask_check
 from trawl.settings_checks import (
     DAY,
     Check,
@@ -153,7 +153,7 @@ SETTINGS: dict[str, Check] = {
     "TRAWL_PLUGINS": plugins,
     "TRAWL_PLUGINS_DISABLED": plugins,
     "TRAWL_RUN_ID": text,
-    # files trawl creates (trawl.run.files)
+    # files trawl creates (trawl.common.files)
     "UMASK": umask_check,
     # progress and logs
     # Less often than hourly is no progress line; 0 or less switches them off.
@@ -207,7 +207,7 @@ SETTINGS: dict[str, Check] = {
     "SCRAPYD_PROJECT": text,
 }
 
-#: What :func:`trawl.run.logs.install_log_handler` reads, checked before any line is logged.
+#: What :func:`trawl.common.logs.install_log_handler` reads, checked before any line is logged.
 LOGGING_SETTINGS = ("LOG_LEVEL", "TRAWL_LOG_JSON", "TRAWL_LOG_ALL")
 
 

@@ -6,7 +6,7 @@ after a run that fetched nothing. This one checks every setting
 malformed rate limit or a plugin setting the plugin manager refuses is one line
 on stderr and exit status 2, no traceback, nothing sent) and exits 1 unless
 every run completed (blocked, failed or partial runs are non-zero). Logging is
-trawl's (:mod:`trawl.run.logs`), installed before Scrapy builds its process, so a
+trawl's (:mod:`trawl.common.logs`), installed before Scrapy builds its process, so a
 one-line error is not preceded by Scrapy's banner.
 """
 
@@ -23,19 +23,19 @@ from scrapy import signals
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
 from scrapy.exceptions import UsageError
 
+from trawl.common import statkeys, stopping
+from trawl.common.attribution import unattributed_errors
+from trawl.common.exiting import end_without_teardown
+from trawl.common.files import FILES_SETTINGS, apply_umask
+from trawl.common.logs import install_log_handler, write_usage_error
+from trawl.common.outcome import COMPLETE, FAILED
+from trawl.common.startup import install_startup_handlers
 from trawl.errors import EXIT_USAGE, TrawlError, TrawlUsageError, exit_status
 from trawl.exports.from_store import export_from_store
 from trawl.exports.written import say_what_was_written
 from trawl.pipeline.manager import plugin_manager_from_settings
-from trawl.run import statkeys, stopping
-from trawl.run.attribution import unattributed_errors
 from trawl.run.crawl_all import ALL, SourceRun, finish_forced, start_all, summary_table, use_trawl_jobdir
-from trawl.run.exiting import end_without_teardown
-from trawl.run.files import FILES_SETTINGS, apply_umask
-from trawl.run.logs import install_log_handler, write_usage_error
-from trawl.run.outcome import COMPLETE, FAILED
 from trawl.run.preflight import check_run
-from trawl.run.startup import install_startup_handlers
 from trawl.run.summary import build_summary, overall_outcome, run_finished
 from trawl.sources.arguments import check_repeated, parse_bool
 from trawl.sources.target import parse_target
@@ -100,7 +100,7 @@ class Command(ScrapyCrawlCommand):
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         self._run(args, opts)
         # Done, the status set: the process ends after Python's exit steps, without tearing
-        # Scrapy down (0.5 s idle, over 2 s loaded: trawl.run.exiting).
+        # Scrapy down (0.5 s idle, over 2 s loaded: trawl.common.exiting).
         end_without_teardown(lambda: self.exitcode)
 
     def _run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -214,7 +214,7 @@ class Command(ScrapyCrawlCommand):
 
         A signal during the crawl makes the run partial (exit 1) however it ended;
         once the reactor has stopped, a signal ends the notification wait
-        (:mod:`trawl.run.stopping`).
+        (:mod:`trawl.common.stopping`).
         """
         assert self.crawler_process is not None
         stopping.install(self.crawler_process)

@@ -20,10 +20,10 @@ import sys
 
 from scrapy.exceptions import UsageError
 
+from trawl.common.counts import counted
+from trawl.common.files import FILES_SETTINGS, apply_umask
 from trawl.errors import EXIT_USAGE, TrawlError, TrawlUsageError
 from trawl.readcommand import StoreReadingCommand, add_store_option, open_readable, store_uri
-from trawl.run.counts import counted
-from trawl.run.files import FILES_SETTINGS, apply_umask
 from trawl.run.report import (
     FORMATS,
     ReportFile,
@@ -72,7 +72,7 @@ class Command(StoreReadingCommand):
         add_store_option(parser)
 
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
-        """After ``-s``: the files a report writes are private like a crawl's (:mod:`trawl.run.files`)."""
+        """After ``-s``: the files a report writes are private like a crawl's (:mod:`trawl.common.files`)."""
         super().process_options(args, opts)
         assert self.settings is not None
         try:

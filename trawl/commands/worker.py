@@ -11,14 +11,14 @@ import sys
 
 from scrapy.commands import ScrapyCommand
 
+from trawl.common.files import FILES_SETTINGS, apply_umask
+from trawl.common.logs import install_log_handler, write_usage_error
 from trawl.distributed.commandline import fail, given_settings, open_queue
 from trawl.distributed.connection import SETTING
 from trawl.distributed.storecheck import claim_store, release_store
 from trawl.distributed.worker import Worker, separate_client, watch_depths
 from trawl.errors import EXIT_USAGE, TrawlError
 from trawl.metrics.server import start_metrics
-from trawl.run.files import FILES_SETTINGS, apply_umask
-from trawl.run.logs import install_log_handler, write_usage_error
 from trawl.validation import LOGGING_SETTINGS, apply_declared_defaults, validate_settings
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from trawl.common.secrets import redact, register_secret
 from trawl.errors import TrawlUsageError, UnreachableError
-from trawl.run.secrets import redact, register_secret
 
 if TYPE_CHECKING:
     import redis

@@ -55,7 +55,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from trawl.run.secrets import redact
+from trawl.common.secrets import redact
 
 logger = logging.getLogger("trawl.distributed.gate")
 

@@ -18,7 +18,7 @@ from typing import TypeVar
 
 import redis
 
-from trawl.run.secrets import redact
+from trawl.common.secrets import redact
 
 T = TypeVar("T")
 FIRST_DELAY = 0.5

@@ -16,9 +16,9 @@ import socket
 from typing import Any
 from urllib.parse import urlsplit
 
+from trawl.common.secrets import redact
 from trawl.distributed.queue import PREFIX, WorkQueue, heartbeat_key
 from trawl.errors import TrawlUsageError
-from trawl.run.secrets import redact
 
 #: worker id -> "host<TAB>sqlite" or "host<TAB>shared".
 STORES = PREFIX + "worker-stores"

@@ -29,13 +29,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from trawl.common import attribution, statkeys
+from trawl.common.outcome import FAILED
 from trawl.distributed.spreadsched import JOINER, OWNER, ROLE, RUN, WORKER
 from trawl.distributed.tasks import Task
 from trawl.exports.from_store import export_from_store
 from trawl.pipeline.manager import plugin_manager_from_settings
-from trawl.run import attribution, statkeys
 from trawl.run.crawl_all import ALL, SourceRun, check_all, start_all, summary_table
-from trawl.run.outcome import FAILED
 from trawl.run.preflight import check_run
 from trawl.run.summary import build_summary, overall_outcome, run_finished
 from trawl.sources.arguments import parse_bool

@@ -19,7 +19,7 @@ export to a temporary file beside the target and, when the run ends:
   true empty answer (issue 15, item 8).
 
 The new file gets the old one's mode; a file that is new gets the process
-umask's (0600 under trawl's ``UMASK``, :mod:`trawl.run.files`).
+umask's (0600 under trawl's ``UMASK``, :mod:`trawl.common.files`).
 
 Appending (``-o``) opens the target as Scrapy does; trawl's exporters then
 leave out the URLs the file already holds (:mod:`trawl.exports.append`).
@@ -37,7 +37,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from w3lib.url import file_uri_to_path
 
-from trawl.run.outcome import error_count
+from trawl.common.outcome import error_count
 
 if TYPE_CHECKING:
     from scrapy import Spider
@@ -53,7 +53,7 @@ HEADER_FORMATS = frozenset({"csv"})
 def crawl_completed(crawler: Crawler) -> bool:
     """Whether the crawl ended by itself with no error, as far as it can be told at ``spider_closed``.
 
-    The outcome word (:func:`trawl.run.outcome.run_outcome`) is set later, by
+    The outcome word (:func:`trawl.common.outcome.run_outcome`) is set later, by
     the progress extension; what decides it is known now: the errors, and
     whether the crawler was stopped from outside (Ctrl-C, SIGTERM: Scrapy
     clears ``crawling`` before it closes the spider).

@@ -2,7 +2,7 @@
 
 How the values are got, and why: the counters (requests, pages, URLs seen,
 unique and new, errors by kind) are the ones trawl's progress line and run
-summary already read from Scrapy's stats (:mod:`trawl.run.statkeys`); the pause
+summary already read from Scrapy's stats (:mod:`trawl.common.statkeys`); the pause
 seconds and in-flight requests are the source's gate's and the download
 handler's (:mod:`trawl.politeness.gate`, :mod:`trawl.politeness.inflight`).
 This collector reads them at scrape time (no timer, no signal per request, no
@@ -39,9 +39,9 @@ from prometheus_client import CollectorRegistry, Histogram, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from trawl.common import statkeys
 from trawl.politeness.gate import existing_limiter
 from trawl.politeness.inflight import in_flight
-from trawl.run import statkeys
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -97,7 +97,7 @@ def _values(stats: Mapping[str, Any]) -> dict[tuple[str, str], float]:
         if key.startswith(_ERRORS_PREFIX) and isinstance(value, int | float):
             values[("errors", key[len(_ERRORS_PREFIX) :])] = float(value)
             counted += float(value)
-    # The summary's count is the larger of trawl's and the ERROR lines logged (trawl.run.outcome).
+    # The summary's count is the larger of trawl's and the ERROR lines logged (trawl.common.outcome).
     logged = float(stats.get(statkeys.LOG_ERRORS) or 0)
     if logged > max(float(stats.get(statkeys.ERRORS) or 0), counted):
         values[("errors", OTHER_ERRORS)] = logged - max(float(stats.get(statkeys.ERRORS) or 0), counted)

@@ -13,7 +13,7 @@ with a last line saying how many were left out::
 
 from __future__ import annotations
 
-from trawl.run.counts import counted
+from trawl.common.counts import counted
 from trawl.run.summary import RunSummary
 
 

@@ -40,8 +40,8 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 import orjson
 
+from trawl.common.stopping import SIGNALS
 from trawl.notify.receivers import Receiver
-from trawl.run.stopping import SIGNALS
 
 logger = logging.getLogger("trawl.notify")
 #: Seconds between two looks at the signal flag while receivers are waited for.
@@ -130,7 +130,7 @@ def post_all(bodies: list[tuple[Receiver, dict]], timeout: float, user_agent: st
     for thread in threads:
         thread.start()
     for thread in threads:
-        # In short steps: a SIGINT or SIGTERM (trawl.run.stopping) ends the wait at once.
+        # In short steps: a SIGINT or SIGTERM (trawl.common.stopping) ends the wait at once.
         while thread.is_alive() and not SIGNALS.interrupted.is_set() and time.monotonic() < deadline:
             thread.join(min(_STEP, max(deadline - time.monotonic(), 0)))
     for post in posts:

@@ -10,7 +10,7 @@ the summary as JSON, posted to the URL.
 Whatever identifies a receiver is a secret (a Slack or Discord webhook's path
 *is* its token, a generic webhook may carry one in its query or user info, a
 Telegram bot token): every such part is registered with
-:mod:`trawl.run.secrets` as soon as the setting is read (the settings check, before
+:mod:`trawl.common.secrets` as soon as the setting is read (the settings check, before
 any crawler exists), so no log line, stat or error shows it. Receivers are
 named in logs by kind and host only (``slack (hooks.slack.com)``).
 """
@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from trawl.common.secrets import register_secret
 from trawl.errors import TrawlUsageError
 from trawl.notify.receivers import Receiver, ReceiverKind, WebhookReceiver
-from trawl.run.secrets import register_secret
 from trawl.run.summary import RunSummary
 
 __all__ = ["Receiver", "forms", "payload", "read_entries", "read_receivers", "receiver_kinds"]

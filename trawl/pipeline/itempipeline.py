@@ -34,6 +34,10 @@ import polars as pl
 from scrapy.exceptions import DropItem
 from scrapy.utils.defer import deferred_from_coro
 
+from trawl.common import statkeys
+from trawl.common.jobdir import JOB_ID, RESUMABLE, record_end, run_id_for
+from trawl.common.outcome import COMPLETE, run_outcome
+from trawl.common.stopping import close_reason, watch
 from trawl.errors import TrawlUsageError
 from trawl.metrics.collector import time_store_write
 from trawl.pipeline.backlog import StoreBacklog
@@ -41,10 +45,6 @@ from trawl.pipeline.coalesce import Coalescer
 from trawl.pipeline.context import RunContext
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.records.batches import Batch, Mask
-from trawl.run import statkeys
-from trawl.run.jobdir import JOB_ID, RESUMABLE, record_end, run_id_for
-from trawl.run.outcome import COMPLETE, run_outcome
-from trawl.run.stopping import close_reason, watch
 from trawl.stores.contract import AsyncWritingStore, PartlyStored, ResumableStore, WritingStore, keeps
 from trawl.stores.registry import create_store
 

@@ -59,8 +59,8 @@ from scrapy.downloadermiddlewares.httpcompression import HttpCompressionMiddlewa
 from scrapy.exceptions import DownloadTimeoutError
 from scrapy.utils._compression import _DecompressionMaxSizeExceeded
 
-from trawl.run.counts import counted
-from trawl.run.secrets import redact
+from trawl.common.counts import counted
+from trawl.common.secrets import redact
 
 if TYPE_CHECKING:
     from scrapy import Request

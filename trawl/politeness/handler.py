@@ -13,7 +13,7 @@ says why a download failed where Scrapy says only "cancelled" or "took longer"
 (trawl.politeness.bounds): the answer was over the source's size limit, or it
 had begun and was still arriving at the timeout.
 
-When the crawl is stopping (trawl.run.stopping), requests on the wire get
+When the crawl is stopping (trawl.common.stopping), requests on the wire get
 :data:`STOP_GRACE` seconds to be answered, then are given up (``Abandoned``:
 no error; a resumed run fetches their pages): a server that accepts and never
 answers kept a stopped crawl open for the whole ``DOWNLOAD_TIMEOUT``.
@@ -32,11 +32,11 @@ from scrapy.core.downloader.handlers.http11 import HTTP11DownloadHandler
 from scrapy.exceptions import DownloadCancelledError, DownloadTimeoutError
 from scrapy.utils.asyncio import is_asyncio_available
 
+from trawl.common import statkeys
+from trawl.common.stopping import Abandoned, stopping
 from trawl.politeness.bounds import BodyWatch
 from trawl.politeness.http2 import Http2Route
 from trawl.politeness.inflight import in_flight
-from trawl.run import statkeys
-from trawl.run.stopping import Abandoned, stopping
 
 if TYPE_CHECKING:
     from scrapy import Request

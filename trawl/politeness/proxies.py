@@ -16,7 +16,7 @@ back (the run says so once) instead of hammering. Rate limits hold per source
 whatever proxy a request takes: the source gate runs after this middleware.
 
 Credentials never appear in a log line or in stats: proxies are named by their
-position (``proxy #2``) and their URLs are registered with trawl.run.secrets.
+position (``proxy #2``) and their URLs are registered with trawl.common.secrets.
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ from urllib.parse import urlsplit
 from scrapy.exceptions import DownloadConnectionRefusedError, NotConfigured
 from twisted.internet.error import ConnectionRefusedError, TCPTimedOutError
 
+from trawl.common import statkeys
+from trawl.common.secrets import register_secret
+from trawl.common.stopping import Abandoned, interruptible
 from trawl.errors import TrawlUsageError
 from trawl.politeness.bans import block_reason
 from trawl.politeness.gate import sleep
-from trawl.run import statkeys
-from trawl.run.secrets import register_secret
-from trawl.run.stopping import Abandoned, interruptible
 from trawl.sources.arguments import split_list
 
 if TYPE_CHECKING:

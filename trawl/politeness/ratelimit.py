@@ -22,14 +22,14 @@ from scrapy.exceptions import DownloadConnectionRefusedError, DownloadFailedErro
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.error import ConnectError, ConnectionDone, ConnectionLost
 
+from trawl.common import statkeys
+from trawl.common.stopping import Abandoned, stopping
 from trawl.distributed.connection import redis_url
 from trawl.politeness.aimd import Backpressure
 from trawl.politeness.gate import SourceLimiter, limiter_for
 from trawl.politeness.rates import format_duration
 from trawl.politeness.retryhints import resume_time
 from trawl.politeness.retryrule import NOT_BEFORE
-from trawl.run import statkeys
-from trawl.run.stopping import Abandoned, stopping
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

@@ -35,11 +35,11 @@ from scrapy.exceptions import DownloadTimeoutError
 from scrapy.utils.response import response_status_message
 from twisted.internet.error import TCPTimedOutError, TimeoutError
 
+from trawl.common import statkeys
 from trawl.politeness.bounds import SLOW_ANSWER_RETRIES, StillArriving, what_request
 from trawl.politeness.ratelimit import BANNED, PAUSE_STATUSES
 from trawl.politeness.retryhints import resume_time
 from trawl.politeness.retryrule import NOT_BEFORE, backoff_retry, retry_budget
-from trawl.run import statkeys
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

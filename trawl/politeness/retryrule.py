@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.downloadermiddlewares.retry import get_retry_request
 
-from trawl.run import statkeys
+from trawl.common import statkeys
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 from scrapy.extensions.throttle import AutoThrottle
 
+from trawl.common import statkeys
 from trawl.politeness.gate import SourceLimiter
 from trawl.politeness.ratelimit import OWN_RATE_LIMITS, source_limiter
-from trawl.run import statkeys
 
 if TYPE_CHECKING:
     from scrapy import Request, Spider

@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from scrapy.crawler import Crawler
 
+from trawl.common import statkeys
+from trawl.common.failcause import estimate_unknown
+from trawl.common.jobdir import JOB_ID, RESUMABLE
+from trawl.common.outcome import COMPLETE, PARTIAL, SKIPPED_NO_KEY, error_count
 from trawl.errors import TrawlUsageError
 from trawl.politeness.ratelimit import source_rate
 from trawl.politeness.rates import format_duration, parse_rate
-from trawl.run import statkeys
-from trawl.run.failcause import estimate_unknown
 from trawl.run.finishline import says_urls, stored_by_kind
-from trawl.run.jobdir import JOB_ID, RESUMABLE
-from trawl.run.outcome import COMPLETE, PARTIAL, SKIPPED_NO_KEY, error_count
 from trawl.run.progress import ELAPSED, Progress
 from trawl.sources.argsets import COMMON_ARGUMENTS, FILTER_ARGUMENTS
 from trawl.sources.arguments import split_list
@@ -252,7 +252,7 @@ def _extensions(crawler: Crawler) -> list[Any]:
 def use_trawl_jobdir(settings: Settings) -> None:
     """``-s JOBDIR=`` resumes through trawl's page ledger, not Scrapy's request queue.
 
-    See :mod:`trawl.run.jobdir`: Scrapy's queue would lose the requests in flight at
+    See :mod:`trawl.common.jobdir`: Scrapy's queue would lose the requests in flight at
     a kill. Set at a priority above the runner's, which ``crawl()`` merges in.
     """
     jobdir = settings.get("JOBDIR")

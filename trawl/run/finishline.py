@@ -7,33 +7,17 @@ rows ended ``0 pages, 0 URLs seen``, and a responses run that stored 55 files
 ``0 pages, 0 URLs seen, 55 unique``. Such a source declares its :class:`Tally`
 list (``Source.finish_counts``: ``55 files stored``); one that declares none and
 is not a URL source is told by the records it handed to the store, by kind
-(:func:`trawl.run.statkeys.records_of`), which every source has.
+(:func:`trawl.common.statkeys.records_of`), which every source has.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
-from trawl.run import statkeys
-from trawl.run.counts import counted
-from trawl.run.outcome import error_count
-
-
-@dataclass(frozen=True)
-class Tally:
-    """One count of a source's finish line: ``Tally(FILES, "file", "stored")`` -> ``55 files stored``."""
-
-    key: str  #: the stats key counted
-    noun: str  #: its noun, singular ("file"); :func:`counted` makes the plural
-    verb: str = ""  #: what happened to them ("stored"), if anything
-    #: Left out of the line while zero (a count only worth saying when it happened).
-    unless_zero: bool = False
-
-    def say(self, stats: dict[str, Any]) -> str:
-        text = counted(stats.get(self.key), self.noun)
-        return f"{text} {self.verb}" if self.verb else text
-
+from trawl.common import statkeys
+from trawl.common.counts import counted
+from trawl.common.outcome import error_count
+from trawl.common.tally import Tally
 
 #: Kinds the line names, the most first: a crates.io dump has 13 tables, a line holds about 4.
 KINDS_SHOWN = 4

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from trawl.common.paths import check_export_paths, check_jobdir
 from trawl.distributed.gatecheck import check_shared_gate
 from trawl.metrics.server import start_metrics
 from trawl.politeness.proxies import read_proxy_list
-from trawl.run.paths import check_export_paths, check_jobdir
 from trawl.stores.registry import check_store_uri
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def store_needs(settings: Any, exports: bool = False) -> tuple[str, ...]:
 
 
 def check_paths(settings: Any) -> None:
-    """The ``-o``/``-O`` files and ``JOBDIR`` can be written (:mod:`trawl.run.paths`)."""
+    """The ``-o``/``-O`` files and ``JOBDIR`` can be written (:mod:`trawl.common.paths`)."""
     check_export_paths(settings.getdict("FEEDS"))
     if settings.get("JOBDIR"):
         check_jobdir(str(settings.get("JOBDIR")))

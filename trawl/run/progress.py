@@ -20,16 +20,16 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals
 from twisted.internet import task
 
+from trawl.common import statkeys
+from trawl.common.counts import counted
+from trawl.common.failcause import estimate_unknown
+from trawl.common.outcome import run_outcome
+from trawl.common.secrets import install_redaction
 from trawl.politeness.gate import SourceLimiter, existing_limiter
 from trawl.politeness.inflight import in_flight
 from trawl.politeness.ratelimit import source_rate
 from trawl.politeness.rates import format_duration, parse_rate
-from trawl.run import statkeys
-from trawl.run.counts import counted
-from trawl.run.failcause import estimate_unknown
 from trawl.run.finishline import finish_line, records_said, says_urls, stored_by_kind
-from trawl.run.outcome import run_outcome
-from trawl.run.secrets import install_redaction
 
 if TYPE_CHECKING:
     from scrapy import Spider

@@ -219,6 +219,6 @@ class ReportFile:
             self.partial.unlink(missing_ok=True)
             return
         target = os.path.realpath(self.path)
-        if os.path.exists(target):  # an existing report keeps its mode (trawl.run.files)
+        if os.path.exists(target):  # an existing report keeps its mode (trawl.common.files)
             shutil.copymode(target, self.partial)
         os.replace(self.partial, target)

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
-from trawl.run import statkeys
-from trawl.run.outcome import BLOCKED, COMPLETE, FAILED, PARTIAL, SKIPPED_NO_KEY
-from trawl.run.secrets import redact
+from trawl.common import statkeys
+from trawl.common.outcome import BLOCKED, COMPLETE, FAILED, PARTIAL, SKIPPED_NO_KEY
+from trawl.common.secrets import redact
 from trawl.stores.contract import ReportingStore
 
 if TYPE_CHECKING:
@@ -66,7 +66,7 @@ class SourceCounts:
 class RunSummary:
     """A finished run (``crawl NAME``) or job (``crawl all``), for ``trawl_run_finished``.
 
-    ``outcome`` is :mod:`trawl.run.outcome`'s word for a single source; for
+    ``outcome`` is :mod:`trawl.common.outcome`'s word for a single source; for
     ``crawl all``, ``complete`` when every source counts as done (as for the
     exit status), ``partial`` when some source read pages, ``blocked`` when
     every source that did not complete was blocked, ``failed`` otherwise.

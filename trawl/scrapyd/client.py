@@ -4,7 +4,7 @@ Standard library only (``urllib``): the command must work where trawl is
 installed without the test extras. The password comes from ``--auth``, from
 the URL (``http://user:pass@host:6800``, taken out of it before any message
 shows the URL) or from ``SCRAPYD_AUTH``; it is registered with
-:mod:`trawl.run.secrets`, so no log line or error message can show it.
+:mod:`trawl.common.secrets`, so no log line or error message can show it.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from urllib.error import HTTPError, URLError
 from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 from urllib.request import Request, urlopen
 
+from trawl.common.secrets import redact, register_secret
 from trawl.errors import TrawlError, TrawlUsageError
-from trawl.run.secrets import redact, register_secret
 
 AUTH_ENV = "SCRAPYD_AUTH"
 

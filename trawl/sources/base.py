@@ -24,13 +24,13 @@ from urllib.parse import urlsplit
 
 import scrapy
 
+from trawl.common import statkeys
+from trawl.common.counts import counted
+from trawl.common.stopping import interruptible
+from trawl.common.tally import Tally
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.pipeline.filters import FilterConfig, build_filter_config
 from trawl.politeness.gate import sleep
-from trawl.run import statkeys
-from trawl.run.counts import counted
-from trawl.run.finishline import Tally
-from trawl.run.stopping import interruptible
 from trawl.settings_checks import Setting, apply_defaults, http_url, read, text
 from trawl.sources.argsets import (
     CONFIG_ARGUMENT,
@@ -295,7 +295,7 @@ class Source(Outcomes, scrapy.Spider):
     async def wait(self, seconds: float) -> bool:
         """Wait without blocking the reactor (from an async callback): other
         requests and the progress line go on meanwhile. The wait ends early when
-        the crawl is stopping (a signal, a store error: trawl.run.stopping);
+        the crawl is stopping (a signal, a store error: trawl.common.stopping);
         False then, and the caller gives up what it waited for."""
         if seconds <= 0:
             return True

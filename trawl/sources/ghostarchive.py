@@ -37,8 +37,8 @@ import scrapy
 from scrapy.http import Response, TextResponse
 from scrapy.selector import Selector
 
+from trawl.common import statkeys
 from trawl.records.batches import CaptureBatch
-from trawl.run import statkeys
 from trawl.sources.base import SourceSpider
 
 NO_ARCHIVES = "No archives for that site"

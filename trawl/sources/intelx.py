@@ -32,8 +32,8 @@ import orjson
 import scrapy
 from scrapy.http import JsonRequest, Response
 
+from trawl.common import statkeys
 from trawl.records.batches import CaptureBatch
-from trawl.run import statkeys
 from trawl.settings_checks import Setting, http_url, seconds, whole
 from trawl.sources.base import SourceSpider
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trawl.common.secrets import register_secret
 from trawl.pipeline.filters import load_config_file
-from trawl.run.secrets import register_secret
 from trawl.sources.arguments import split_list
 
 

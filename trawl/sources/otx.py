@@ -22,9 +22,9 @@ import orjson
 import scrapy
 from scrapy.http import Response
 
+from trawl.common import statkeys
 from trawl.records.batches import CaptureBatch
 from trawl.records.timestamps import iso_timestamp
-from trawl.run import statkeys
 from trawl.sources.base import SourceSpider
 from trawl.sources.errortext import json_error_text
 

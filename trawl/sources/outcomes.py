@@ -15,13 +15,13 @@ import scrapy
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
+from trawl.common import statkeys
+from trawl.common.counts import counted
+from trawl.common.secrets import redact
+from trawl.common.stopping import Abandoned
 from trawl.politeness.bans import block_reason
 from trawl.politeness.bounds import bounded_failure
 from trawl.politeness.retryrule import backoff_retry, retry_budget
-from trawl.run import statkeys
-from trawl.run.counts import counted
-from trawl.run.secrets import redact
-from trawl.run.stopping import Abandoned
 
 
 class Outcomes:

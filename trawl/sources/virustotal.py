@@ -2,7 +2,7 @@
 
 One request makes a run: ``GET {VIRUSTOTAL_BASE_URL}/vtapi/v2/domain/report?apikey=<key>&domain=<d>``
 (the endpoint waymore uses). The v2 API takes its key only in the query
-string, so the request URL holds it: trawl.run.secrets masks registered keys in
+string, so the request URL holds it: trawl.common.secrets masks registered keys in
 every log line (Scrapy's DEBUG "Crawled <GET ...>" line included) and this
 spider names keys by position (``key #1``) in its own messages.
 
@@ -30,8 +30,8 @@ import orjson
 import scrapy
 from scrapy.http import Response
 
+from trawl.common import statkeys
 from trawl.records.batches import CaptureBatch
-from trawl.run import statkeys
 from trawl.settings_checks import Setting, seconds
 from trawl.sources.base import SourceSpider
 

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from trawl.common.secrets import redact
 from trawl.errors import TrawlUsageError
-from trawl.run.secrets import redact
 from trawl.stores.contract import (
     ExistenceCheckingStore,
     Searcher,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, TypeVar
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred, DeferredSemaphore
 
-from trawl.run import statkeys
+from trawl.common import statkeys
 
 if TYPE_CHECKING:
     from trawl.pipeline.context import RunContext

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trawl import hookimpl
-from trawl.run import statkeys
+from trawl.common import statkeys
 
 if TYPE_CHECKING:  # polars and the batches, imported by the hooks: registering costs a read command nothing
     import polars as pl

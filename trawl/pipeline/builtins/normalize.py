@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trawl import hookimpl
-from trawl.run import statkeys
+from trawl.common import statkeys
 
 if TYPE_CHECKING:  # polars, imported by the hook: registering costs a read command nothing
     from trawl.pipeline.context import RunContext

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from trawl import hookimpl
+from trawl.common import statkeys
 from trawl.pipeline.filters import FILTER_SETTINGS
-from trawl.run import statkeys
 
 if TYPE_CHECKING:  # polars, imported by the masks: registering costs a read command nothing
     import polars as pl

@@ -25,9 +25,9 @@ import polars as pl
 import scrapy
 from scrapy.http import Response
 
+from trawl.common import statkeys
 from trawl.errors import TrawlUsageError
 from trawl.records.batches import CaptureBatch
-from trawl.run import statkeys
 from trawl.settings_checks import read
 from trawl.sources.base import SourceSpider
 from trawl.sources.cdx.parse import (

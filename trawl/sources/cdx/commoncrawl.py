@@ -34,7 +34,7 @@ import scrapy
 from scrapy.http import Response
 
 import trawl
-from trawl.run import statkeys
+from trawl.common import statkeys
 from trawl.settings_checks import Setting, seconds, text
 from trawl.sources.arguments import parse_int
 from trawl.sources.cdx.base import CdxSpider

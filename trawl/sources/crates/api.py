@@ -38,8 +38,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode
 
+from trawl.common.counts import counted
 from trawl.records.batches import Batch
-from trawl.run.counts import counted
 from trawl.sources.crates.apifetch import Fetcher, Skip, Stop
 from trawl.sources.crates.apirecords import (
     AnswerError,

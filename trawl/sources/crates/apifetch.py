@@ -28,7 +28,7 @@ from scrapy.http import Response
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.python.failure import Failure
 
-from trawl.run import statkeys
+from trawl.common import statkeys
 
 if TYPE_CHECKING:
     from trawl.sources.crates.spider import CratesSpider

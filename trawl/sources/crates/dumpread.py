@@ -15,9 +15,9 @@ from typing import Any
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 
+from trawl.common.counts import counted
+from trawl.common.stopping import is_stopping
 from trawl.pipeline.backlog import StoreBacklog
-from trawl.run.counts import counted
-from trawl.run.stopping import is_stopping
 from trawl.sources.crates.dump import DumpInfo, NotAnArchive, NotNewer, iso, read_dump, tar_members
 from trawl.sources.crates.parquet import ParquetError
 from trawl.sources.crates.prefetch import Stopped, StopSignal

@@ -38,11 +38,11 @@ from scrapy.utils.datatypes import SequenceExclude
 from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.python.failure import Failure
 
+from trawl.common import statkeys
+from trawl.common.counts import counted
+from trawl.common.stopping import is_stopping
 from trawl.errors import TrawlUsageError
 from trawl.records.batches import Batch
-from trawl.run import statkeys
-from trawl.run.counts import counted
-from trawl.run.stopping import is_stopping
 from trawl.settings_checks import Setting, http_url
 from trawl.sources.arguments import parse_int
 from trawl.sources.crates.apifetch import error_detail

@@ -34,11 +34,11 @@ from scrapy.http import Response
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task, threads
 
+from trawl.common.secrets import redact
+from trawl.common.stopping import is_stopping, stopping
 from trawl.errors import TrawlUsageError
 from trawl.pipeline.backlog import resume
 from trawl.records.batches import Batch
-from trawl.run.secrets import redact
-from trawl.run.stopping import is_stopping, stopping
 from trawl.settings_checks import Setting, http_url, text, whole
 from trawl.sources.arguments import parse_bool
 from trawl.sources.base import Source

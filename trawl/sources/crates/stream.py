@@ -44,10 +44,10 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.web.client import ResponseDone
 
+from trawl.common.stopping import stopping
 from trawl.politeness.decoding import Decoded, UnknownEncoding, encodings_of
 from trawl.politeness.handler import GatedHTTPDownloadHandler
 from trawl.politeness.proxies import NO_RESEND
-from trawl.run.stopping import stopping
 
 if TYPE_CHECKING:
     from scrapy import Request

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from trawl.run import statkeys
+from trawl.common import statkeys
 
 PREFIX = "trawl/live/"
 VERDICT = PREFIX + "verdict/"

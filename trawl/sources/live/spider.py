@@ -43,13 +43,13 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response, TextResponse
 from twisted.python.failure import Failure
 
+from trawl.common.stopping import Abandoned
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.bounds import INFLATE_LIMIT, ResponseTooLarge, bounded_failure
 from trawl.politeness.http2 import SETTINGS as HTTP2_SETTINGS
 from trawl.politeness.ratelimit import source_concurrency
 from trawl.records.canonical import canonicalize
-from trawl.run.stopping import Abandoned
 from trawl.settings_checks import Setting, whole
 from trawl.sources.arguments import parse_int
 from trawl.sources.base import SourceSpider

@@ -32,6 +32,8 @@ from scrapy.exceptions import DontCloseSpider
 from scrapy.utils.defer import deferred_from_coro
 from twisted.internet import threads
 
+from trawl.common import stopping
+from trawl.common.counts import counted
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.mining.records import (
     ENDPOINT_SCHEMA,
@@ -52,8 +54,6 @@ from trawl.mining.spans import Span, read_widened, wider
 from trawl.mining.work import Result, extractor, mine_files
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.records.canonical import canonicalize_many
-from trawl.run import stopping
-from trawl.run.counts import counted
 from trawl.sources.responses import stats
 from trawl.sources.responses.records import ResponseBatch
 from trawl.stores.registry import store_class

@@ -36,10 +36,10 @@ from scrapy.utils.defer import deferred_from_coro, ensure_awaitable, maybe_defer
 from twisted.internet.defer import Deferred, DeferredList
 from twisted.python.failure import Failure
 
+from trawl.common import statkeys
 from trawl.errors import TrawlError
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.bounds import ResponseTooLarge, bounded_failure
-from trawl.run import statkeys
 from trawl.sources.responses import stats
 from trawl.sources.responses.naming import clean_digest, content_digest, file_path
 from trawl.sources.responses.records import ResponseBatch

@@ -38,13 +38,13 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import threads
 from twisted.python.failure import Failure
 
+from trawl.common.counts import counted
+from trawl.common.tally import Tally
 from trawl.errors import StoreError, TrawlError, TrawlUsageError
 from trawl.mining.work import DEFAULT_EXTRACTOR
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.politeness.ratelimit import source_rate
 from trawl.politeness.rates import parse_rate
-from trawl.run.counts import counted
-from trawl.run.finishline import Tally
 from trawl.search import And, Node, parse
 from trawl.settings_checks import Setting, text, whole
 from trawl.sources.arguments import parse_bool, parse_int

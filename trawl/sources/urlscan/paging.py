@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 import scrapy
 from scrapy.http import Response
 
-from trawl.run import statkeys
+from trawl.common import statkeys
 from trawl.sources.errortext import json_error_text
 
 #: ``total`` never says more than this; ``has_more`` then means "more than that".

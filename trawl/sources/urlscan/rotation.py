@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 import scrapy
 from scrapy.http import Response
 
+from trawl.common import statkeys
 from trawl.politeness.retryhints import resume_time
-from trawl.run import statkeys
 from trawl.sources.errortext import json_error_text
 
 #: Rest of a rate-limited key when urlscan says nothing about its reset.

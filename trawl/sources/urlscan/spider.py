@@ -15,10 +15,10 @@ import scrapy
 from scrapy.http import Response
 from twisted.python.failure import Failure
 
+from trawl.common import statkeys
+from trawl.common.stopping import Abandoned
 from trawl.politeness.ratelimit import OWN_RATE_LIMITS
 from trawl.politeness.retryrule import backoff_retry
-from trawl.run import statkeys
-from trawl.run.stopping import Abandoned
 from trawl.settings_checks import Setting, seconds, whole
 from trawl.sources.base import SourceSpider
 from trawl.sources.urlscan.paging import MAX_PAGE_SIZE, Paging

@@ -2,7 +2,7 @@
 
 ``elasticsearch://host:9200`` is plain HTTP, ``elasticsearch+https://user:pass@host:9200``
 TLS with basic auth; an API key comes from ``ELASTICSEARCH_API_KEY``. Secrets are
-registered with :mod:`trawl.run.secrets` so that no log line shows them.
+registered with :mod:`trawl.common.secrets` so that no log line shows them.
 
 The ``elasticsearch`` client is imported when a client is made, not when the
 plugin is loaded: every ``scrapy`` command loads the plugins, few talk to a cluster.
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from trawl.common.secrets import register_secret
 from trawl.errors import StoreError, TrawlUsageError
-from trawl.run.secrets import register_secret
 from trawl.stores.elasticsearch.config import setting, setting_bool
 
 DEFAULT_PORT = 9200

@@ -30,10 +30,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import orjson
 import polars as pl
 
+from trawl.common import statkeys
 from trawl.errors import StoreError
 from trawl.records.batches import URL_SCHEMA, Batch, UrlBatch
 from trawl.records.provenance import Provenance
-from trawl.run import statkeys
 from trawl.settings_checks import Setting
 from trawl.stores.contract import KEYED_KINDS, PartlyStored, keeps
 from trawl.stores.elasticsearch import kinds as declared

@@ -3,7 +3,7 @@
 libpq reads the URI itself (``postgres://`` too, and query parameters such as
 ``?sslmode=require``); this module only refuses what cannot name a store,
 registers the password as a secret before anything can log the URI
-(:mod:`trawl.run.secrets`), and connects with a timeout. A server that cannot
+(:mod:`trawl.common.secrets`), and connects with a timeout. A server that cannot
 be reached when a command starts is one ``trawl: error:`` line and exit 2
 (:func:`probe`, called by ``check_uri``), never a psycopg traceback.
 """
@@ -14,8 +14,8 @@ import threading
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlsplit
 
+from trawl.common.secrets import redact, register_secret
 from trawl.errors import StoreError, TrawlUsageError
-from trawl.run.secrets import redact, register_secret
 
 if TYPE_CHECKING:
     import psycopg

@@ -17,7 +17,7 @@ one when the first of them has it back, whichever of the process's stores (one
 per crawl: a worker runs several) noticed, as the worker does for Redis
 (:mod:`trawl.distributed.outage`). Past the bound, :class:`StoreOutage`: the
 crawl stops as on any store failure, and its stats say why
-(:data:`trawl.run.statkeys.STORE_OUTAGE`), so that ``trawl worker`` hands the task back to the
+(:data:`trawl.common.statkeys.STORE_OUTAGE`), so that ``trawl worker`` hands the task back to the
 queue instead of dead-lettering it.
 
 Anything else (a full disk, a refused password, a constraint) is no outage:

@@ -33,11 +33,11 @@ import orjson
 import polars as pl
 import psycopg
 
+from trawl.common import statkeys
 from trawl.errors import StoreError
 from trawl.pipeline.context import RunContext
 from trawl.records.batches import Batch, UrlBatch
 from trawl.records.kinds import collapse, stored_columns
-from trawl.run import statkeys
 from trawl.settings_checks import Setting, read
 from trawl.stores.contract import KEYED_KINDS, PartlyStored
 from trawl.stores.postgresql import connection, kinds, merge, outage
@@ -195,7 +195,8 @@ class PostgresStore(PostgresReadSide, WritesOnThread):
         """Record the run's end on the writer thread, after the last queued batch; end the thread.
 
         A store that gave up waiting for its server says so in the crawl's stats
-        (:data:`~trawl.run.statkeys.STORE_OUTAGE`): ``trawl worker`` hands such a task back to the queue."""
+        (:data:`~trawl.common.statkeys.STORE_OUTAGE`): ``trawl worker`` hands such a task back to
+        the queue."""
         writer = self._writer
         if writer is None:
             return

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from scrapy.commands import ScrapyCommand
 
+from trawl.common.secrets import register_secret
 from trawl.errors import TrawlError, TrawlUsageError
-from trawl.run.secrets import register_secret
 from trawl.stores.elasticsearch import kibana_crates
 from trawl.stores.elasticsearch.kibana import import_saved_objects, ndjson
 

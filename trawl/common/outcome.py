@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trawl.run import statkeys
+from trawl.common import statkeys
 
 COMPLETE = "complete"
 PARTIAL = "partial"
@@ -20,7 +20,7 @@ def error_count(stats: Mapping[str, Any]) -> int:
     Any ERROR line counts, not only the ones trawl reports itself (a failing
     exporter, a plugin raising): an error the user was shown is not "complete".
     Only this crawler's lines count (``trawl/log_errors``, see
-    :mod:`trawl.run.attribution`); without that counter, Scrapy's
+    :mod:`trawl.common.attribution`); without that counter, Scrapy's
     ``log_count/ERROR``, which counts every crawler's lines in the process.
     """
     logged = stats.get(statkeys.LOG_ERRORS)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from trawl.run import statkeys
+from trawl.common import statkeys
 
 _STATUS = "downloader/response_status_count/"
 _EXCEPTION = "downloader/exception_type_count/"

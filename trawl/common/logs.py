@@ -14,7 +14,7 @@ The crawl command installs this handler before Scrapy builds its process and
 sets ``LOG_INSTALL_ROOT_HANDLER=False``, so Scrapy never installs (nor, when a
 crawler is made, replaces) a root handler of its own: the selection and the
 format cannot be lost half-way through a run, which is how the masking filter
-used to be lost (trawl.run.secrets). The stream is opened here, not by a
+used to be lost (trawl.common.secrets). The stream is opened here, not by a
 ``FileHandler``: ``configure_logging``'s ``dictConfig`` closes every existing
 handler, and a closed ``FileHandler`` opened in ``w`` mode drops what follows.
 """
@@ -30,8 +30,8 @@ import orjson
 from scrapy.settings import BaseSettings
 from scrapy.utils.log import TopLevelFormatter
 
-from trawl.run import statkeys
-from trawl.run.secrets import RedactingFilter, install_record_factory, redact
+from trawl.common import statkeys
+from trawl.common.secrets import RedactingFilter, install_record_factory, redact
 
 #: Scrapy's INFO lines the console keeps: Ctrl-C's "Received SIGINT, shutting down gracefully".
 _SCRAPY_LINES_KEPT = ("Received ",)

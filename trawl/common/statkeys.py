@@ -26,12 +26,12 @@ UNDECODABLE_LINES = "trawl/undecodable_lines"  #: upstream lines not UTF-8, read
 
 # --- the run -----------------------------------------------------------------------------
 RUN_ID = "trawl/run_id"
-OUTCOME = "trawl/outcome"  #: one word, trawl.run.outcome
+OUTCOME = "trawl/outcome"  #: one word, trawl.common.outcome
 CLOSE_REASON = "trawl/close_reason"  #: why the engine closed the spider, known before the pipelines close
 ABANDONED = "trawl/abandoned"  #: requests given up unsent because the crawl was stopping
 SKIPPED = "trawl/skipped"  #: why the source did not run (no key...)
 ELAPSED_SECONDS = "trawl/elapsed_seconds"  #: the one duration of a source's run
-LOG_ERRORS = "trawl/log_errors"  #: ERROR lines this crawler logged (trawl.run.attribution)
+LOG_ERRORS = "trawl/log_errors"  #: ERROR lines this crawler logged (trawl.common.attribution)
 ESTIMATE_REQUESTS = "trawl/estimate/requests"  #: check_only: requests a full run would send
 ESTIMATE_AT_LEAST = "trawl/estimate/at_least"
 ESTIMATE_UNKNOWN = "trawl/estimate/unknown"

@@ -23,7 +23,7 @@ Scrapy's graceful stop (the engine closes with ``shutdown``, the run is
 recorded as such, the summary is written, the exit status is 1); a second one
 is Scrapy's forced stop, after which the command still writes the summary and
 exits 1, not 0. After the reactor has stopped (the notification wait) a signal
-ends that wait; before it has started, :mod:`trawl.run.startup` makes a signal one line.
+ends that wait; before it has started, :mod:`trawl.common.startup` makes a signal one line.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.exceptions import IgnoreRequest
 
-from trawl.run import statkeys
+from trawl.common import statkeys
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler, CrawlerProcessBase

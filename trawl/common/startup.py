@@ -5,7 +5,7 @@ Python's own SIGINT handler raised ``KeyboardInterrupt`` wherever the code was,
 and a Ctrl-C printed a 50-line traceback (issue 15). This module imports
 nothing heavy, so that ``trawl/cli.py`` can install it before it imports
 Scrapy; Scrapy replaces it with its own handlers once the reactor has started
-(see :mod:`trawl.run.stopping` for what a signal does from then on).
+(see :mod:`trawl.common.stopping` for what a signal does from then on).
 """
 
 from __future__ import annotations

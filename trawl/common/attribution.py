@@ -18,7 +18,7 @@ crawler it belongs to:
   without marking a healthy source partial.
 
 The count is the stat ``trawl/log_errors``, set to 0 when the crawler is
-registered so that :func:`trawl.run.outcome.error_count` knows it is there; a run
+registered so that :func:`trawl.common.outcome.error_count` knows it is there; a run
 without this extension falls back to ``log_count/ERROR`` (stricter, never
 looser).
 """
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 from scrapy import signals
 
-from trawl.run import statkeys
+from trawl.common import statkeys
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
