@@ -56,6 +56,25 @@ class ForwardProxy:
             self._httpd.server_close()
 
 
+def relay(client: socket.socket, upstream: socket.socket, idle: float) -> None:
+    """A CONNECT tunnel: bytes both ways until a side closes or ``idle`` seconds pass without one."""
+    sockets = [client, upstream]
+    try:
+        while True:
+            ready, _, _ = select.select(sockets, [], [], idle)
+            if not ready:
+                return
+            for sock in ready:
+                data = sock.recv(65536)
+                if not data:
+                    return
+                (upstream if sock is client else client).sendall(data)
+    except OSError:
+        return
+    finally:
+        upstream.close()
+
+
 def _handler(proxy: ForwardProxy) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -72,22 +91,8 @@ def _handler(proxy: ForwardProxy) -> type[BaseHTTPRequestHandler]:
             upstream = socket.create_connection(("127.0.0.1", proxy.tls_port))
             self.send_response(200, "Connection established")
             self.end_headers()
-            sockets = [self.connection, upstream]
-            try:
-                while True:
-                    ready, _, _ = select.select(sockets, [], [], proxy.TUNNEL_IDLE)
-                    if not ready:
-                        break
-                    for sock in ready:
-                        data = sock.recv(65536)
-                        if not data:
-                            return
-                        (upstream if sock is self.connection else self.connection).sendall(data)
-            except OSError:
-                pass
-            finally:
-                upstream.close()
-                self.close_connection = True
+            self.close_connection = True
+            relay(self.connection, upstream, proxy.TUNNEL_IDLE)
 
         def do_GET(self) -> None:  # noqa: N802
             proxy.requests.append(f"GET {self.path}")

@@ -39,9 +39,7 @@ so requests per connection are the streams it carried.
 from __future__ import annotations
 
 import argparse
-import datetime
 import gzip
-import ipaddress
 import json
 import os
 import subprocess
@@ -51,6 +49,11 @@ import time
 from collections import Counter
 from pathlib import Path
 from typing import IO, Any
+
+try:
+    from tests.servers.certificates import self_signed
+except ImportError:  # run from tests/
+    from servers.certificates import self_signed  # type: ignore[no-redef]
 
 SERVER = "TrawlH2Site/1.0"
 LINKS_PER_PAGE = 10
@@ -62,34 +65,7 @@ BIG_PAGE = b"<html><head><title>Big</title></head><body>" + b"<p>lorem ipsum</p>
 
 def make_certificate(directory: Path) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 and localhost, valid from yesterday for a year."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=365))
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / "h2cert.pem", directory / "h2key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
-    )
-    return cert_path, key_path
+    return self_signed(directory, ["localhost", "127.0.0.1"], prefix="h2")
 
 
 def page_body(number: int, pages: int) -> bytes:

@@ -11,13 +11,17 @@ does, by fetching the target, and ``CONNECT host:port`` by tunnelling to it
 from __future__ import annotations
 
 import base64
-import select
 import socket
 import threading
 import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import NamedTuple
+
+try:
+    from tests.servers.forwardproxy import relay
+except ImportError:  # run from tests/
+    from servers.forwardproxy import relay  # type: ignore[no-redef]
 
 CAPTCHA_PAGE = (
     b"<!DOCTYPE html><html><head><title>Attention Required! | Cloudflare</title></head>"
@@ -71,21 +75,7 @@ class FakeProxy:
                 self.send_response(200, "Connection established")
                 self.end_headers()
                 self.close_connection = True
-                sockets = [self.connection, upstream]
-                try:
-                    while True:
-                        ready, _, _ = select.select(sockets, [], [], 10)
-                        if not ready:
-                            return
-                        for sock in ready:
-                            data = sock.recv(65536)
-                            if not data:
-                                return
-                            (upstream if sock is self.connection else self.connection).sendall(data)
-                except OSError:
-                    return
-                finally:
-                    upstream.close()
+                relay(self.connection, upstream, 10)
 
             def do_GET(self) -> None:
                 authorized = fake._authorized(self.headers.get("Proxy-Authorization"))
