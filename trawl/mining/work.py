@@ -16,6 +16,7 @@ from functools import cache
 from importlib import import_module
 from typing import Any
 
+from trawl.common.processes import is_running
 from trawl.mining.findings import FileFindings
 
 #: The reader every file goes through unless ``MINING_EXTRACTOR`` names another.
@@ -69,21 +70,11 @@ def exit_with(pid: int) -> None:
         if handle >= 0:
             select.select([handle], [], [])
         else:
-            while _alive(pid):
+            while is_running(pid):
                 time.sleep(0.5)
         os._exit(1)
 
     threading.Thread(target=wait, name="trawl-exit-with-crawl", daemon=True).start()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 @cache

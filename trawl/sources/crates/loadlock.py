@@ -37,6 +37,8 @@ from typing import Any
 
 import orjson
 
+from trawl.common.processes import is_running
+
 #: The name a load is recorded under (PostgreSQL's ``trawl_loads``).
 NAME = "crates"
 #: How long a refused load waits for the holder to have recorded itself (it does at once).
@@ -73,15 +75,7 @@ class Owner:
 
     def is_gone(self) -> bool:
         """Is the process no longer running (known only on this host: False elsewhere)?"""
-        if self.host != socket.gethostname():
-            return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
+        return self.host == socket.gethostname() and not is_running(self.pid)
 
 
 class LoadBusy(Exception):  # noqa: N818 - another load runs: not this load's error

@@ -39,6 +39,7 @@ from typing import Any
 
 import polars as pl
 
+from trawl.common.processes import is_running
 from trawl.errors import StoreError
 
 #: The schema name the scratch file is attached under, and its one table.
@@ -52,17 +53,6 @@ _OWNED = re.compile(r"-load-(?P<pid>\d+)@(?P<host>[^/]+)$")
 def scratch_path(store_path: str, pid: int | None = None, host: str | None = None) -> str:
     """The scratch file of the process ``pid`` on ``host`` (this one by default) beside the store."""
     return f"{store_path}-load-{os.getpid() if pid is None else pid}@{host or socket.gethostname()}"
-
-
-def is_running(pid: int) -> bool:
-    """Is there a process ``pid`` on this host (one of another user's counts)?"""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def remove_leftovers(store_path: str) -> list[str]:

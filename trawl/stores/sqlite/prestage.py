@@ -36,10 +36,11 @@ from typing import Any
 
 import polars as pl
 
+from trawl.common.processes import is_running
 from trawl.errors import StoreError
 from trawl.records.batches import Batch
 from trawl.records.kinds import collapse, stored_columns
-from trawl.stores.sqlite.bulk import available, is_running
+from trawl.stores.sqlite.bulk import available
 
 #: The schema name a batch's file is attached under, and its one table.
 SCHEMA = "trawl_stage"
