@@ -45,7 +45,7 @@ WARM = (
     "trawl.stores.elasticsearch.store",
     "trawl.stores.elasticsearch.search",
     "trawl.metrics.collector",
-    "trawl.sources.crates.alerts.send",
+    "trawl.pipeline.builtins.crates_alerts.send",
     "polars",
     "pyarrow",
     "psycopg",

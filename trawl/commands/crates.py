@@ -8,7 +8,7 @@
     trawl crates watch list | add NAME... [--on version,yanked,dependency] | remove NAME...
     trawl crates watch growth FACTOR [--window 7] | watch growth off | watch check
 
-Answers come from :mod:`trawl.sources.crates.questions` (polars over whole
+Answers come from :mod:`trawl.commands._crates_questions` (polars over whole
 columns), read from the Parquet raw layer when ``CRATES_PARQUET_DIR`` holds a
 dump, else from the store (``--layer`` chooses); printed as ``trawl search``
 prints (:mod:`trawl.commands._output`): a table on a terminal, the first column
@@ -24,11 +24,12 @@ import sys
 
 import polars as pl
 
+from trawl.commands._crates_questions import downloads, graph
+from trawl.commands._crates_questions.layers import StoreLayer, choose_layer
 from trawl.commands._output import FORMATS, default_format, write_csv, write_jsonl, write_table
 from trawl.errors import TrawlError, TrawlUsageError
-from trawl.readcommand import StoreReadingCommand, add_store_option, open_readable
-from trawl.sources.crates.alerts import check_alerts
-from trawl.sources.crates.alerts.rules import (
+from trawl.pipeline.builtins.crates_alerts import check_alerts
+from trawl.pipeline.builtins.crates_alerts.rules import (
     MAX_WINDOW,
     check_growth,
     load_rules,
@@ -36,8 +37,7 @@ from trawl.sources.crates.alerts.rules import (
     save_rules,
     watch_path,
 )
-from trawl.sources.crates.questions import downloads, graph
-from trawl.sources.crates.questions.layers import StoreLayer, choose_layer
+from trawl.readcommand import StoreReadingCommand, add_store_option, open_readable
 from trawl.sources.crates.records import CrateBatch
 
 #: Question -> (positional arguments it takes, options of its own).

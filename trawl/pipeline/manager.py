@@ -64,7 +64,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "trawl.pipeline.builtins.url_filter",
     "trawl.metrics",
     "trawl.stores.postgresql",
-    "trawl.sources.crates.alerts",
+    "trawl.pipeline.builtins.crates_alerts",
 )
 
 #: Built-ins that ``TRAWL_PLUGINS_DISABLED`` may not name: canonical URLs and one
@@ -81,7 +81,7 @@ _BUILTIN_NAMES = {
     "trawl.stores.postgresql": "postgresql_store",
     "trawl.pipeline.builtins.normalize": "normalizer",
     "trawl.sources.builtin": "sources",
-    "trawl.sources.crates.alerts": "crates_alerts",
+    "trawl.pipeline.builtins.crates_alerts": "crates_alerts",
 }
 
 _OWN_PACKAGE = PROJECT + "."

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from trawl.commands._crates_questions.layers import Layer
 from trawl.errors import TrawlUsageError
-from trawl.sources.crates.questions.layers import Layer
 from trawl.sources.crates.records import CrateBatch, DependencyBatch, VersionBatch
 
 DEPENDENCY_KINDS = ("normal", "build", "dev")

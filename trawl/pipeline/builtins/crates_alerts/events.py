@@ -1,11 +1,11 @@
 """What changed since the last evaluation: the alerts' events, and the state to remember.
 
 For each watched crate: its versions (``num``), the yanked ones, and the crates
-its current version depends on (:func:`~trawl.sources.crates.questions.graph.edges`),
+its current version depends on (:func:`~trawl.commands._crates_questions.graph.edges`),
 read as whole columns and filtered to the watched crates. A crate seen for the
 first time is its baseline: nothing fires for it (a crate added to the watchlist
 does not announce its whole history). For the growth threshold: the crates
-:func:`~trawl.sources.crates.questions.downloads.growing` finds; one fires when it
+:func:`~trawl.commands._crates_questions.downloads.growing` finds; one fires when it
 crosses the threshold, and again only after it fell below it and crossed anew.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 
 import polars as pl
 
-from trawl.sources.crates.alerts.rules import Rules
-from trawl.sources.crates.questions.downloads import growing
-from trawl.sources.crates.questions.graph import crate_names, edges
-from trawl.sources.crates.questions.layers import Layer
+from trawl.commands._crates_questions.downloads import growing
+from trawl.commands._crates_questions.graph import crate_names, edges
+from trawl.commands._crates_questions.layers import Layer
+from trawl.pipeline.builtins.crates_alerts.rules import Rules
 from trawl.sources.crates.records import VersionBatch
 
 

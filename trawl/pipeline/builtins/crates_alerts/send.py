@@ -18,14 +18,20 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from trawl.commands._crates_questions.layers import StoreLayer
 from trawl.notify import settings_declared as notify_settings
 from trawl.notify.send import post_all
 from trawl.notify.targets import read_receivers
+from trawl.pipeline.builtins.crates_alerts.events import Event, evaluate
+from trawl.pipeline.builtins.crates_alerts.rules import (
+    load_rules,
+    load_state,
+    save_state,
+    state_path,
+    watch_path,
+)
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.settings_checks import read
-from trawl.sources.crates.alerts.events import Event, evaluate
-from trawl.sources.crates.alerts.rules import load_rules, load_state, save_state, state_path, watch_path
-from trawl.sources.crates.questions.layers import StoreLayer
 from trawl.stores.registry import describe_store_uri, store_class
 
 logger = logging.getLogger("trawl.crates.alerts")

@@ -26,7 +26,9 @@ if TYPE_CHECKING:
 SOURCE = "crates"
 
 # The rules' evaluation (polars, the store), imported on first use: registering costs a read command nothing.
-__getattr__ = lazy_attributes(__name__, {"check_alerts": "trawl.sources.crates.alerts.send:check_alerts"})
+__getattr__ = lazy_attributes(
+    __name__, {"check_alerts": "trawl.pipeline.builtins.crates_alerts.send:check_alerts"}
+)
 
 settings_declared = {
     "CRATES_WATCH_FILE": Setting(
@@ -49,7 +51,7 @@ def trawl_run_finished(summary: RunSummary) -> None:
     uri = str(settings.get("STORE_URI") or "").strip() if settings is not None else ""
     if not uri or not any(s.source == SOURCE for s in summary.sources):
         return
-    from trawl.sources.crates.alerts.send import check_alerts
+    from trawl.pipeline.builtins.crates_alerts.send import check_alerts
 
     check_alerts(settings, uri)
 

@@ -24,10 +24,10 @@ from datetime import date, datetime, timedelta
 
 import polars as pl
 
+from trawl.commands._crates_questions.graph import crate_names, current_versions
+from trawl.commands._crates_questions.layers import Layer
 from trawl.errors import TrawlUsageError
 from trawl.sources.crates.archive import VersionDownloadArchiveBatch
-from trawl.sources.crates.questions.graph import crate_names, current_versions
-from trawl.sources.crates.questions.layers import Layer
 from trawl.sources.crates.records import CrateBatch, VersionBatch, VersionDownloadBatch
 
 TOP_BY = ("downloads", "recent", "growth")
