@@ -49,6 +49,8 @@ from trawl.stores.contract import AsyncWritingStore, PartlyStored, ResumableStor
 from trawl.stores.registry import create_store
 
 logger = logging.getLogger(__name__)
+#: The close reason of a crawl a store error stopped.
+STORE_ERROR = "store_error"
 
 if TYPE_CHECKING:
     import pluggy
@@ -154,6 +156,10 @@ class PluginPipeline:
     async def _run(self, item: Batch) -> Batch:
         """One batch (perhaps several pages coalesced) through the hooks and into the store."""
         context = self.context
+        if context is None and self.store_failed:
+            # The store failed and the pipeline closed while this batch was on its way (a crates
+            # batch handed over from the dump's reading): nothing is written after a store error.
+            raise DropItem("the store failed earlier in this run", log_level="DEBUG")
         assert context is not None
         hook = self.plugins.hook
         hook.trawl_normalize_batch(batch=item, context=context)
@@ -205,7 +211,9 @@ class PluginPipeline:
         stats.inc_value(statkeys.ERRORS)
         stats.inc_value(statkeys.ERRORS_STORE)
         cause = str(exc) or type(exc).__name__
-        said = cause in PluginPipeline._failures_said
+        # A crawl already closing for a store error said so (a crates batch's file on the same full
+        # disk, trawl.sources.crates.dumpread): one cause, one ERROR line.
+        said = cause in PluginPipeline._failures_said or stats.get_value(statkeys.CLOSE_REASON) == STORE_ERROR
         PluginPipeline._failures_said.add(cause)
         # ``crawl all`` writes one store from every source: one ERROR line for one cause (a full
         # disk, a file that is not a database), not one a source (issue 15: 7 lines).
@@ -218,7 +226,7 @@ class PluginPipeline:
         )
         engine = self.crawler.engine
         if engine is not None and engine.spider is not None:
-            deferred_from_coro(engine.close_spider_async(reason="store_error"))
+            deferred_from_coro(engine.close_spider_async(reason=STORE_ERROR))
 
 
 def _combine(masks: list[Mask | None]) -> Mask | None:

@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.defer import deferred_from_coro, maybe_deferred_to_future
 from twisted.internet import threads
 
 from trawl.common.counts import counted
 from trawl.common.stopping import is_stopping
+from trawl.errors import StoreError
 from trawl.pipeline.backlog import StoreBacklog
+from trawl.pipeline.itempipeline import STORE_ERROR
 from trawl.sources.crates.dump import DumpInfo, NotAnArchive, NotNewer, iso, read_dump, tar_members
 from trawl.sources.crates.parquet import ParquetError
 from trawl.sources.crates.prefetch import Stopped, StopSignal
@@ -86,6 +88,15 @@ class DumpReading:
                 except ParquetError as exc:
                     ended = True
                     self.record_error("parquet", "%s", exc)
+                    return
+                except StoreError as exc:  # a batch's file could not be written (a full disk)
+                    ended = True
+                    if not is_stopping(self.crawler):  # else the store's own line said it already
+                        self.record_error("store", "%s; stopping the crawl (rerun to complete it)", exc)
+                        # The pipeline's writes of batches already handed over fail next: closing
+                        # as a store error makes them say nothing more (trawl.pipeline.itempipeline).
+                        engine = self.crawler.engine
+                        deferred_from_coro(engine.close_spider_async(reason=STORE_ERROR))
                     return
                 if read is None:
                     break
