@@ -14,11 +14,15 @@ again with the wider span (the kinds merge ``first_seen`` by ``min`` and
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import polars as pl
 
 from trawl.mining.records import ENDPOINT_SCHEMA, MINED_SCHEMA, SECRET_SCHEMA, EndpointBatch, SecretBatch
+
+if TYPE_CHECKING:
+    from trawl.records.batches import Batch
 
 Span = tuple[str, str]
 
@@ -49,11 +53,13 @@ def widened(records: pl.DataFrame, spans: dict[str, Span]) -> pl.DataFrame:
     ).select(records.columns)
 
 
-def read_widened(klass: Any, uri: str, settings: Any, spans: dict[str, Span]) -> tuple[pl.DataFrame, ...]:
-    """On a thread: the stored endpoint and secret records of ``spans``' digests, widened, and
-    the ``mined`` rows that keep the new spans."""
-    endpoints = klass.read_stored_kind(uri, EndpointBatch, list(ENDPOINT_SCHEMA), settings)
-    secrets = klass.read_stored_kind(uri, SecretBatch, list(SECRET_SCHEMA), settings)
+def read_widened(
+    read_kind: Callable[[type[Batch], list[str]], pl.DataFrame], spans: dict[str, Span]
+) -> tuple[pl.DataFrame, ...]:
+    """On a thread: the stored endpoint and secret records of ``spans``' digests (``read_kind``:
+    a kind's columns from the run's store), widened, and the ``mined`` rows that keep the new spans."""
+    endpoints = read_kind(EndpointBatch, list(ENDPOINT_SCHEMA))
+    secrets = read_kind(SecretBatch, list(SECRET_SCHEMA))
     given = {"digest": list(spans), "first_seen": [s[0] for s in spans.values()],
              "last_seen": [s[1] for s in spans.values()]}  # fmt: skip
     mined = pl.DataFrame({c: given.get(c, [None] * len(spans)) for c in MINED_SCHEMA}, schema=MINED_SCHEMA)

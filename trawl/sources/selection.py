@@ -61,17 +61,6 @@ def read_selection(target: Target, arguments: Any) -> Selection:
     return Selection(target, query, text, limit)
 
 
-def open_reader(uri: str, settings: Any, plugins: Any) -> Any:
-    """The store's searcher, told not to build search indexes: this run writes the same store,
-    and ``CREATE INDEX`` would hold its write lock for as long as indexing a million rows takes."""
-    from trawl.stores.registry import open_searcher
-
-    searcher = open_searcher(uri, settings, plugins)
-    if hasattr(searcher, "create_indexes"):
-        searcher.create_indexes = False
-    return searcher
-
-
 def stored_urls(
     searcher: Any, selection: Selection, chunk: int = CHUNK, apply_limit: bool = True
 ) -> Iterator[list[str]]:

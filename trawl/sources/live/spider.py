@@ -45,7 +45,7 @@ from twisted.python.failure import Failure
 
 from trawl.common.stopping import Abandoned
 from trawl.errors import TrawlError, TrawlUsageError
-from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.pipeline.runstore import stored_searcher
 from trawl.politeness.bounds import INFLATE_LIMIT, ResponseTooLarge, bounded_failure
 from trawl.politeness.http2 import SETTINGS as HTTP2_SETTINGS
 from trawl.politeness.ratelimit import source_concurrency
@@ -69,7 +69,7 @@ from trawl.sources.live.scope import Scope, parse_scope
 from trawl.sources.live.scripts import ScriptMiner
 from trawl.sources.live.transfer import LIVE, PageCap
 from trawl.sources.probe.soft404 import SOFT404_DISTANCE
-from trawl.sources.selection import Selection, open_reader, read_selection, stored_urls
+from trawl.sources.selection import Selection, read_selection, stored_urls
 from trawl.sources.target import parse_target
 
 DEPTH, FOUND_ON, HOW, HOSTS, SEED = (
@@ -231,9 +231,7 @@ class LiveSpider(SourceSpider):
         settings = self.crawler.settings
         assert self.selection is not None
         try:
-            searcher = open_reader(
-                str(settings.get("STORE_URI")), settings, plugin_manager_from_settings(settings)
-            )
+            searcher = stored_searcher(settings)
         except TrawlError as exc:
             self.record_error("store", "cannot read the stored URLs: %s", exc)
             return

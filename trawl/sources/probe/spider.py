@@ -44,7 +44,7 @@ from twisted.python.failure import Failure
 
 from trawl.common.stopping import Abandoned
 from trawl.errors import TrawlError, TrawlUsageError
-from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.pipeline.runstore import stored_searcher
 from trawl.politeness.bounds import INFLATE_CUT, INFLATE_LIMIT
 from trawl.politeness.http2 import SETTINGS as HTTP2_SETTINGS
 from trawl.politeness.ratelimit import source_concurrency
@@ -62,7 +62,7 @@ from trawl.sources.probe.scope import ProbeScope
 from trawl.sources.probe.soft404 import SOFT404_DISTANCE, Origin, random_path, verdict
 from trawl.sources.probe.transfer import BodyCap
 from trawl.sources.probe.urllist import Entry, UrlList, read_list
-from trawl.sources.selection import Selection, open_reader, read_selection, stored_urls
+from trawl.sources.selection import Selection, read_selection, stored_urls
 from trawl.sources.target import Target, parse_target
 
 #: request.meta key: the origin (``scheme://host:port``) a request speaks for.
@@ -216,7 +216,7 @@ class ProbeSpider(Source):
         else:
             settings = self.crawler.settings
             try:
-                searcher = open_reader(self.uri, settings, plugin_manager_from_settings(settings))
+                searcher = stored_searcher(settings, self.uri)
             except TrawlError as exc:
                 self.record_error("store", "cannot read the URLs to probe: %s", exc)
                 return

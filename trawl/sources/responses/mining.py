@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
@@ -52,11 +53,10 @@ from trawl.mining.records import (
 )
 from trawl.mining.spans import Span, read_widened, wider
 from trawl.mining.work import Result, extractor, mine_files
-from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.pipeline.runstore import stored_kind
 from trawl.records.canonical import canonicalize_many
 from trawl.sources.responses import stats
 from trawl.sources.responses.records import ResponseBatch
-from trawl.stores.registry import store_class
 
 if TYPE_CHECKING:
     from trawl.mining.pool import MiningPool
@@ -129,16 +129,12 @@ class Miner:
                 self.crawler.settings.get("FILES_STORE"),
             )
             return False
-        settings = self.crawler.settings
-        uri = str(settings.get("STORE_URI") or "").strip()
         try:
-            klass: Any = store_class(uri, plugin_manager_from_settings(settings), needs=("read_kinds",))
             columns = ["digest", "secrets", "first_seen", "last_seen"]
-            done = klass.read_stored_kind(uri, MinedBatch, columns, settings)
+            done = stored_kind(self.crawler.settings, MinedBatch, columns)
         except TrawlError as exc:
             self.spider.record_error("store", "cannot read which files were mined: %s", exc)
             return False
-        self.klass, self.uri = klass, uri
         for digest, secrets, first, last in done.iter_rows():
             self.mined[digest] = bool(secrets)
             self.stored_spans[digest] = (first or "", last or "")
@@ -203,7 +199,7 @@ class Miner:
         if not spans:
             return
         self.widening = True
-        read = threads.deferToThread(read_widened, self.klass, self.uri, self.crawler.settings, spans)
+        read = threads.deferToThread(read_widened, partial(stored_kind, self.crawler.settings), spans)
         read.addCallback(self._widened, spans)
         read.addErrback(self._widen_failed)
         raise DontCloseSpider

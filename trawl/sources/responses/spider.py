@@ -42,7 +42,7 @@ from trawl.common.counts import counted
 from trawl.common.tally import Tally
 from trawl.errors import StoreError, TrawlError, TrawlUsageError
 from trawl.mining.work import DEFAULT_EXTRACTOR
-from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.pipeline.runstore import check_store_can, stored_searcher
 from trawl.politeness.ratelimit import source_rate
 from trawl.politeness.rates import parse_rate
 from trawl.search import And, Node, parse
@@ -57,9 +57,8 @@ from trawl.sources.responses.mining import Miner, check_extractor
 from trawl.sources.responses.naming import clean_digest
 from trawl.sources.responses.records import ResponseBatch
 from trawl.sources.responses.replay import replay_url
-from trawl.stores.registry import open_searcher, store_class
 
-PIPELINE = "trawl.sources.responses.pipeline.ResponseFilesPipeline"
+PIPELINE = "trawl.pipeline.responsefiles.pipeline.ResponseFilesPipeline"
 
 
 def check_files_store(settings: Any, name: str, sources: Any) -> None:
@@ -246,9 +245,8 @@ class ResponsesSpider(SourceSpider):
         node = domain if self.query_text == "*" else And((domain, self.query_node))
         urls: list[str] = []
         try:
-            pm = plugin_manager_from_settings(settings)
-            store_class(uri, pm, needs=("responses",))
-            with open_searcher(uri, settings, pm) as searcher:
+            check_store_can(settings, ("responses",))
+            with stored_searcher(settings, uri, build_indexes=True) as searcher:
                 for record in searcher.records(node):
                     if not self.target.in_scope(record.host) or not self.filters.url_allowed(record.url):
                         continue

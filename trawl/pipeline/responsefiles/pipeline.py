@@ -12,7 +12,7 @@ row of a batch:
   and redirects between captures are followed as the archive serves them.
 
 A file is named by the hash of its bytes under its host's folder
-(:mod:`.naming`) and written by the store ``FILES_STORE`` names: a local
+(:mod:`trawl.sources.responses.naming`) and written by the store ``FILES_STORE`` names: a local
 folder through :class:`~.safestore.SafeFSFilesStore`, or S3, GCS and FTP as
 Scrapy writes them. A "no memento" answer, a failed download or a capture
 past the run's byte cap leaves its rows out of the batch: the index lists
@@ -38,14 +38,13 @@ from twisted.python.failure import Failure
 
 from trawl.common import statkeys
 from trawl.errors import TrawlError
-from trawl.pipeline.manager import plugin_manager_from_settings
+from trawl.pipeline.responsefiles.safestore import FolderUnwritable, SafeFSFilesStore, UnsafePath
+from trawl.pipeline.runstore import stored_response_index
 from trawl.politeness.bounds import ResponseTooLarge, bounded_failure
 from trawl.sources.responses import stats
 from trawl.sources.responses.naming import clean_digest, content_digest, file_path
 from trawl.sources.responses.records import ResponseBatch
 from trawl.sources.responses.replay import is_memento, is_no_memento, served_timestamp
-from trawl.sources.responses.safestore import FolderUnwritable, SafeFSFilesStore, UnsafePath
-from trawl.stores.registry import store_class
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -101,10 +100,8 @@ class ResponseFilesPipeline(FilesPipeline):
         uri = str(self.crawler.settings.get("STORE_URI") or "").strip()
         if not uri:
             return
-        pm = plugin_manager_from_settings(self.crawler.settings)
         try:
-            klass: Any = store_class(uri, pm, needs=("responses",))
-            index = klass.response_index(uri, self.crawler.settings)
+            index = stored_response_index(self.crawler.settings)
             try:
                 self.known = dict(index.digests())
                 self.missing = set(index.missing())
