@@ -127,11 +127,6 @@ def test_search_prints_the_stored_urls_without_importing_a_source(
     assert imported(modules, NEVER) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the SQLite store's class (trawl.stores.sqlite.store) imports polars and its write path;"
-    " a search reads rows and needs neither (0.2 s of CPU)",
-)
 def test_search_does_not_import_polars(searched: tuple[subprocess.CompletedProcess[str], set[str]]) -> None:
     assert imported(searched[1], ("polars",)) == []
 

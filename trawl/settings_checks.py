@@ -36,12 +36,13 @@ import json
 import math
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from scrapy.settings import BaseSettings
-
 from trawl.errors import TrawlUsageError
+
+if TYPE_CHECKING:  # a type only: a read command checks settings without importing Scrapy (0.25 s)
+    from scrapy.settings import BaseSettings
 
 __all__ = [
     "DAY",
@@ -64,7 +65,7 @@ __all__ = [
 
 #: ``check(settings, name, sources)``: raise :class:`TrawlUsageError` for a bad value.
 #: ``sources`` are the known source names (``None``: unknown), for settings keyed by source.
-Check = Callable[[BaseSettings, str, Collection[str] | None], None]
+Check = Callable[["BaseSettings", str, Collection[str] | None], None]
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,11 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, TypeVar
 
-from scrapy.utils.defer import maybe_deferred_to_future
-from twisted.internet.defer import Deferred, DeferredSemaphore
-
 from trawl.common import statkeys
 
 if TYPE_CHECKING:
+    from twisted.internet.defer import Deferred, DeferredSemaphore
+
     from trawl.pipeline.context import RunContext
     from trawl.records.batches import Batch
 
@@ -51,6 +50,11 @@ class WriterThread:
 
     async def submit(self, function: Callable[..., T], *args: object) -> T:
         """``function(*args)`` on the writer thread, awaited on the reactor (in order, bounded)."""
+        # Here, not at the top: a store's class (its capabilities, its URI checks) is looked up
+        # by read commands too, which need neither Twisted nor Scrapy (0.3 s of imports).
+        from scrapy.utils.defer import maybe_deferred_to_future
+        from twisted.internet.defer import Deferred, DeferredSemaphore
+
         if self._slots is None:
             self._slots = DeferredSemaphore(QUEUED)
         await maybe_deferred_to_future(self._slots.acquire())
