@@ -60,7 +60,7 @@ from trawl.sources.responses.records import ResponseBatch
 
 if TYPE_CHECKING:
     from trawl.mining.pool import MiningPool
-    from trawl.sources.responses.spider import ResponsesSpider
+    from trawl.sources.base import SourceSpider
 
 logger = logging.getLogger(__name__)
 #: Files mined in the crawl process (a small run: no pool started), a Scrapy stats key.
@@ -90,7 +90,7 @@ def local_root(files_store: str) -> Path | None:
 class Miner:
     """The mining stage of one responses run."""
 
-    def __init__(self, spider: ResponsesSpider, secrets: bool) -> None:
+    def __init__(self, spider: SourceSpider, secrets: bool) -> None:
         self.spider = spider
         self.crawler = spider.crawler
         settings = self.crawler.settings
