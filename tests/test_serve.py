@@ -266,3 +266,19 @@ def test_the_charts_of_every_url_are_drawn_in_the_background(server: Served) -> 
     assert 'id="trawl-counted-at">(every URL, drawn at' in page
     assert page.count('<svg xmlns="http://www.w3.org/2000/svg" class="trawl-chart"') == 3
     assert "<title>example.com: 5</title>" in page
+
+
+def test_a_store_whose_path_holds_uri_characters_is_served(folder: Path, tmp_path: Path) -> None:
+    """``?``, ``#`` and ``%`` mean something in the ``file:`` URI SQLite is opened with."""
+    odd = tmp_path / "runs?2026#q%41"
+    odd.mkdir()
+    with sqlite3.connect(folder / "trawl.db") as source, sqlite3.connect(odd / "trawl.db") as copy:
+        source.backup(copy)
+        expected = copy.execute("SELECT count(*) FROM urls").fetchone()[0]
+    with served(odd, "--store", "sqlite:///trawl.db") as running:
+        status, body, _ = get(running, "/trawl/urls.json", _shape="array", _size="max")
+        assert status == 200, body
+        assert len(json.loads(body)) == expected
+        status, page, _ = get(running, "/trawl/search", q="*")
+        assert status == 200, page
+        assert f'id="trawl-total">{expected} URLs' in page

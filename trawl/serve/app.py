@@ -8,6 +8,7 @@ the ready line prints. uvicorn then serves that socket (``fd=``).
 from __future__ import annotations
 
 import socket
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -48,13 +49,36 @@ def build(store: Path, fts: Path | None, tables: set[str]) -> Any:
 
     if not pm.is_registered(plugin):
         pm.register(plugin, name=plugin.NAME)
-    return Datasette(
-        files=[str(store)],
+    datasette = Datasette(
+        files=[],
         metadata=metadata(store, fts, tables),
         template_dir=str(HERE / "templates"),
         static_mounts=[("trawl-static", str(HERE / "static"))],
         settings=SETTINGS,
     )
+    datasette.add_database(read_only_database(datasette, store), name=store.stem)
+    return datasette
+
+
+def read_only_database(datasette: Any, store: Path) -> Any:
+    """datasette's database of ``store``, opened through a ``file:`` URI with the path quoted.
+
+    datasette 0.65 writes the path into the URI as it is: in a store under
+    ``runs?2026/`` SQLite read ``?2026/...`` as the URI's query and opened another file.
+    """
+    from urllib.parse import quote
+
+    from datasette.database import Database
+
+    class QuotedPathDatabase(Database):  # type: ignore[misc]
+        def connect(self, write: bool = False) -> sqlite3.Connection:
+            if write:
+                raise StoreError("trawl serve never writes the store")
+            conn = sqlite3.connect(f"file:{quote(str(self.path))}?mode=ro", uri=True, check_same_thread=False)
+            self._all_file_connections.append(conn)
+            return conn
+
+    return QuotedPathDatabase(datasette, path=str(store), is_mutable=True)
 
 
 def bind(host: str, port: int) -> socket.socket:
