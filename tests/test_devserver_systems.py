@@ -24,7 +24,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.helpers import processes
-from tests.test_dev_server import TRAWL, DevServer, outside_env
+from tests.helpers.devserver import TRAWL, DevServer, outside_env
 from trawl.records.batches import Batch, UrlBatch
 
 DOMAIN_HOSTS = ("example.com", ".example.com")

@@ -20,8 +20,8 @@ import pytest
 from tests.conftest import assert_no_traceback, crawl_args, run_scrapy
 from tests.helpers import processes
 from tests.helpers.crates_tables import TABLES
+from tests.helpers.responses_archive import archive, crawl_responses, store_urls
 from tests.servers.crates_dump import FakeCratesDumpServer, make_dump
-from tests.test_responses import archive, crawl_responses, store_urls
 from trawl.run.crawl_all import SELECTION_ARGUMENTS
 from trawl.sources.builtin import BUILTIN_RECORD_SOURCES, BUILTIN_SOURCES
 
