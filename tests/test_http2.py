@@ -263,3 +263,26 @@ def test_a_stopped_probe_gives_up_its_http2_streams_and_ends(h2: H2Site, tmp_pat
     assert took < 15, stderr[-3000:]
     assert "partial (shutdown)" in stderr
     assert {row["protocol"] for row in h2.since(mark, "request")} == {"HTTP/2"}
+
+
+def test_a_graceful_goaway_sends_the_unanswered_streams_again_at_once(tmp_path: Path) -> None:
+    """As nginx ends a connection after ``keepalive_requests``: every page once, no retry, no error."""
+    with H2Site(pages=PAGES, goaway_after=7) as site:
+        port = site.ports[0]
+        result = run_scrapy(
+            tmp_path,
+            "crawl", "live", "-a", f"domain=127.0.0.1:{port}", "-a", "allow_private=true", "-o", "live.txt",
+            "-s", "LIVE_PATTERN_CAP=1000", "-s", "LIVE_HOST_CONCURRENCY=4",
+        )  # fmt: skip
+        answered = [row for row in site.requests() if row["protocol"] == "HTTP/2"]
+        goaways = site.events("goaway")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert_no_traceback(result)
+    assert not result.errors, result.errors
+    assert len(goaways) >= 5
+    pages = {f"/p/{n}" for n in range(PAGES)}
+    assert pages | {"/"} <= {row["path"] for row in answered}
+    assert all(count == 1 for count in Counter(row["path"] for row in answered).values())
+    assert {f"https://127.0.0.1:{port}{path}" for path in pages} <= set(result.lines("live.txt"))
+    assert result.stat("retry/count") is None
+    assert int(result.stat("trawl/http2/connections")) == len(goaways) + 1

@@ -87,8 +87,15 @@ def home_body(pages: int) -> bytes:
     )
 
 
-def serve(ports: int, pages: int, alpn: str, log_path: Path, cert_dir: Path) -> None:  # pragma: no cover
-    """Runs the site in this process until it is killed (the reactor is this process's own)."""
+def serve(
+    ports: int, pages: int, alpn: str, log_path: Path, cert_dir: Path, goaway_after: int = 0
+) -> None:  # pragma: no cover
+    """Runs the site in this process until it is killed (the reactor is this process's own).
+
+    ``goaway_after``: as nginx's ``keepalive_requests``, an HTTP/2 connection's Nth request is its
+    last: a graceful GOAWAY naming that stream goes out, the streams up to it are answered, those
+    the client opened after it are not (it must send them again), then the connection is closed.
+    """
     from OpenSSL import crypto
     from twisted.internet import reactor, ssl
     from twisted.internet.interfaces import IProtocolNegotiationFactory
@@ -111,6 +118,38 @@ def serve(ports: int, pages: int, alpn: str, log_path: Path, cert_dir: Path) -> 
         certificate=crypto.load_certificate(crypto.FILETYPE_PEM, cert_path.read_bytes()),
     )
 
+    from hyperframe.frame import GoAwayFrame
+
+    def going_away(request: Any, path: str, peer: int) -> bool:
+        """Past the connection's last stream (unanswered, logged); its last: GOAWAY sent first."""
+        stream = request.channel
+        conn = getattr(stream, "_conn", None)
+        if not goaway_after or conn is None or not hasattr(stream, "streamID"):
+            return False
+        last = getattr(conn, "goaway_last", None)
+        if last is not None and stream.streamID > last:
+            note(event="unanswered", peer=peer, path=path, stream=stream.streamID)
+            return True
+        if not hasattr(conn, "served"):
+            conn.served, conn.open_streams, conn.goaway_last = 0, set(), None
+        conn.served += 1
+        conn.open_streams.add(stream.streamID)
+
+        def done(_: Any, sid: int = stream.streamID) -> None:
+            conn.open_streams.discard(sid)
+            if conn.goaway_last is not None and not conn.open_streams:
+                conn.transport.loseConnection()
+
+        request.notifyFinish().addBoth(done)
+        if conn.served == goaway_after and last is None:
+            # Written past Twisted's h2 state machine, which could then answer no stream at all.
+            conn.goaway_last = stream.streamID
+            conn.transport.write(
+                GoAwayFrame(stream_id=0, last_stream_id=stream.streamID, error_code=0).serialize()
+            )
+            note(event="goaway", peer=peer, last_stream=stream.streamID)
+        return False
+
     class Page(resource.Resource):
         isLeaf = True
 
@@ -119,6 +158,8 @@ def serve(ports: int, pages: int, alpn: str, log_path: Path, cert_dir: Path) -> 
             proto = request.clientproto.decode("latin-1")
             host = request.getHost()
             peer = request.getClientAddress()
+            if going_away(request, path, peer.port):
+                return server.NOT_DONE_YET  # type: ignore[no-any-return]
             note(event="request", port=host.port, peer=peer.port, protocol=proto, path=path)
             request.setHeader(b"Server", SERVER.encode())
             request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
@@ -209,9 +250,14 @@ class H2Site:
     """The site as a child process: ``with H2Site(ports=2) as site: site.urls``, ``site.requests()``."""
 
     def __init__(
-        self, ports: int = 1, pages: int = 40, alpn: str = "h2,http/1.1", directory: Path | None = None
+        self,
+        ports: int = 1,
+        pages: int = 40,
+        alpn: str = "h2,http/1.1",
+        directory: Path | None = None,
+        goaway_after: int = 0,
     ):
-        self.count, self.pages, self.alpn = ports, pages, alpn
+        self.count, self.pages, self.alpn, self.goaway_after = ports, pages, alpn, goaway_after
         self.directory = directory or Path(tempfile.mkdtemp(prefix="trawl-h2site-"))
         self.log_path = self.directory / f"h2site-{os.getpid()}-{id(self)}.jsonl"
         self.ports: list[int] = []
@@ -226,7 +272,7 @@ class H2Site:
         command = [
             sys.executable, "-m", "tests.servers.h2site", "--ports", str(self.count),
             "--pages", str(self.pages), "--alpn", self.alpn, "--log", str(self.log_path),
-            "--cert-dir", str(self.directory),
+            "--cert-dir", str(self.directory), "--goaway-after", str(self.goaway_after),
         ]  # fmt: skip
         self._process = subprocess.Popen(command, cwd=root, stdout=subprocess.PIPE, text=True)
         assert self._process.stdout is not None
@@ -284,9 +330,10 @@ def main() -> None:  # pragma: no cover
     parser.add_argument("--alpn", default="h2,http/1.1")
     parser.add_argument("--log", type=Path, required=True)
     parser.add_argument("--cert-dir", type=Path, default=None)
+    parser.add_argument("--goaway-after", type=int, default=0, help="an HTTP/2 connection's last request")
     args = parser.parse_args()
     cert_dir = args.cert_dir or Path(tempfile.mkdtemp(prefix="trawl-h2site-"))
-    serve(args.ports, args.pages, args.alpn, args.log, cert_dir)
+    serve(args.ports, args.pages, args.alpn, args.log, cert_dir, args.goaway_after)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,6 +28,13 @@ other people's servers:
   for their whole timeout and the origin's key stayed taken, so every later
   request to it waited too. Here they fail at once with the connection's error,
   as over HTTP/1.1.
+* **A graceful GOAWAY.** nginx ends an HTTP/2 connection after 1,000 requests
+  (``keepalive_requests``), and servers do on reload. The ``h2`` package
+  closes its side on any GOAWAY, so Scrapy's client failed every stream in
+  flight, answered or not, and each went through the retry middleware with its
+  backoff. Here the streams up to the GOAWAY's last one are read to their end,
+  and the ones the server did not take (RFC 9113 6.8: not processed, safe to
+  send again whatever the method) are sent again at once on a new connection.
 
 Everything else is the handler's (:mod:`trawl.politeness.handler`), whichever
 protocol: the gate before it, the size bounds (Scrapy's HTTP/2 streams send
@@ -68,6 +75,11 @@ PROTOCOL_NAMES = {"h2": "HTTP/2"}
 STAT_REQUESTS = "trawl/http2/requests"
 STAT_HTTP11_ORIGINS = "trawl/http2/http11_origins"
 STAT_CONNECTIONS = "trawl/http2/connections"
+#: Stats: requests sent again because a graceful GOAWAY came before the server took them.
+STAT_RESENT = "trawl/http2/goaway_resent"
+#: Times one request is sent again after GOAWAYs before its failure goes to the retry middleware: a
+#: server ending every connection at once is broken, not busy.
+RESENDS = 3
 
 SETTINGS = {
     "HTTP2_ENABLED": Setting(
@@ -86,6 +98,13 @@ def protocol_name(response: Response) -> str | None:
     return PROTOCOL_NAMES.get(protocol, protocol) if protocol else None
 
 
+class ServerWentAway(Exception):  # noqa: N818 - named for what happened
+    """A graceful GOAWAY came before the server took this stream: it was not processed (RFC 9113 6.8)."""
+
+    def __init__(self) -> None:
+        super().__init__("the server ended the HTTP/2 connection (GOAWAY) before taking this request")
+
+
 class NotHttp2(Exception):  # noqa: N818 - named for what happened
     """The origin's TLS handshake chose another protocol than ``h2`` (or none)."""
 
@@ -96,18 +115,76 @@ class NotHttp2(Exception):  # noqa: N818 - named for what happened
 
 def _build() -> tuple[type, type]:
     """The pool and agent classes (built on first use: ``h2`` is imported by them)."""
+    from h2.connection import H2Connection
+    from h2.errors import ErrorCodes
+    from h2.events import ConnectionTerminated
     from scrapy.core._http2.agent import H2Agent, H2ConnectionPool
     from scrapy.core._http2.protocol import H2ClientFactory, H2ClientProtocol
+    from scrapy.core._http2.stream import StreamCloseReason
     from scrapy.core.downloader.contextfactory import _AcceptableProtocolsContextFactory
     from scrapy.core.downloader.handlers.http2 import _ScrapyH2Agent
     from twisted.web.client import _StandardEndpointFactory
 
     alpn = [b"h2", b"http/1.1"]
 
+    class DrainingConnection(H2Connection):
+        """h2 closes the whole connection on any GOAWAY, so the answers still coming on the streams
+        up to the GOAWAY's last one fail with ``ProtocolError``. A graceful GOAWAY (``NO_ERROR``)
+        leaves it open for them here; any other closes it as before."""
+
+        def _receive_goaway_frame(self, frame: Any) -> tuple[list[Any], list[Any]]:
+            if frame.error_code != ErrorCodes.NO_ERROR:
+                return super()._receive_goaway_frame(frame)  # type: ignore[no-any-return]
+            event = ConnectionTerminated()
+            event.error_code = ErrorCodes.NO_ERROR
+            event.last_stream_id = frame.last_stream_id
+            event.additional_data = frame.additional_data or None
+            return [], [event]
+
     class AlpnProtocol(H2ClientProtocol):
         #: ALPN chose h2: requests may go out behind the preface (RFC 9113 3.4), without waiting
         #: a round trip for the server to acknowledge the client's SETTINGS, as Scrapy does.
         h2_ready = False
+        #: The last stream a graceful GOAWAY said the server answers; None until one came.
+        goaway_last: int | None = None
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.conn = DrainingConnection(config=self.conn.config)
+
+        def connection_terminated(self, event: Any) -> None:
+            """A graceful GOAWAY (nginx after ``keepalive_requests``, a server reloading): no new
+            stream here (the pool opens another connection), the streams up to its last one are
+            read to their end, the others fail with :class:`ServerWentAway` and are sent again at
+            once (:meth:`Http2Route.download`); the connection closes once drained."""
+            if event.error_code != ErrorCodes.NO_ERROR or self.goaway_last is not None:
+                super().connection_terminated(event)
+                return
+            self.goaway_last = int(event.last_stream_id)
+            lost, self._conn_lost_deferred = self._conn_lost_deferred, Deferred()
+            lost.callback(None)  # the pool forgets this connection
+            self._pending_request_stream_pool.clear()
+            for stream_id, stream in list(self.streams.items()):
+                if stream_id <= self.goaway_last and stream.metadata["request_sent"]:
+                    continue
+                del self.streams[stream_id]
+                if stream.metadata["request_sent"]:
+                    self.metadata["active_streams"] -= 1
+                stream.close(StreamCloseReason.CONNECTION_LOST, [ServerWentAway()], from_protocol=True)
+            self._close_if_drained()
+
+        def _send_pending_requests(self) -> None:
+            if self.goaway_last is None:
+                super()._send_pending_requests()
+
+        def pop_stream(self, stream_id: int) -> Any:
+            stream = super().pop_stream(stream_id)
+            self._close_if_drained()
+            return stream
+
+        def _close_if_drained(self) -> None:
+            if self.goaway_last is not None and not self.streams and self.transport is not None:
+                self.transport.loseConnection()
 
         def connectionMade(self) -> None:  # noqa: N802 - Twisted's naming
             from twisted.internet.interfaces import ITCPTransport
@@ -264,21 +341,26 @@ class Http2Route:
             crawler=self._crawler,
         )
         assert self._crawler.spider is not None
-        try:
-            with wrap_twisted_exceptions():
-                try:
-                    response = await maybe_deferred_to_future(
-                        agent.download_request(request, self._crawler.spider)
-                    )
-                except ResponseFailed as failed:
-                    if not any(_is_not_http2(reason) for reason in failed.reasons):
-                        raise _as_http11(failed) from None
-                    self._refused(request)
-                    raise _Http11Instead from None
-        except _Http11Instead:
-            return await http11(request)
-        self._crawler.stats.inc_value(STAT_REQUESTS)
-        return response
+        for resend in range(RESENDS + 1):
+            try:
+                with wrap_twisted_exceptions():
+                    try:
+                        response = await maybe_deferred_to_future(
+                            agent.download_request(request, self._crawler.spider)
+                        )
+                    except ResponseFailed as failed:
+                        if resend < RESENDS and any(_is(ServerWentAway, r) for r in failed.reasons):
+                            self._crawler.stats.inc_value(STAT_RESENT)
+                            continue
+                        if not any(_is(NotHttp2, reason) for reason in failed.reasons):
+                            raise _as_http11(failed) from None
+                        self._refused(request)
+                        raise _Http11Instead from None
+            except _Http11Instead:
+                return await http11(request)
+            self._crawler.stats.inc_value(STAT_REQUESTS)
+            return response
+        raise AssertionError("unreachable: the last resend raises or returns")
 
     def _refused(self, request: Request) -> None:
         origin = _origin(request)
@@ -306,10 +388,9 @@ def _as_http11(failed: ResponseFailed) -> ResponseFailed:
     return ResponseFailed(reasons or list(failed.reasons))
 
 
-def _is_not_http2(reason: Any) -> bool:
+def _is(kind: type[Exception], reason: Any) -> bool:
     """Scrapy's streams fail with a list mixing exceptions and Failures."""
-    error = getattr(reason, "value", reason)
-    return isinstance(error, NotHttp2)
+    return isinstance(getattr(reason, "value", reason), kind)
 
 
 def _origin(request: Request) -> str:
