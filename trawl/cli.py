@@ -26,6 +26,12 @@ before it reads the command's name: ``trawl version`` took 1.1-1.3 s. Here a
 named command's module alone is imported and run as Scrapy runs it
 (:func:`execute`), so ``trawl version`` costs Scrapy's package import and trawl's
 settings (about 0.3 s); ``trawl -h`` and an unknown name take Scrapy's own walk.
+
+A read command (:class:`trawl.readcommand.ReadCommand`: ``search``, ``report``,
+``endpoints``...) does not import Scrapy at all, which is half of its run
+(0.25-0.3 s of CPU): its settings are read by :mod:`trawl.readsettings`, its
+options parsed and its help printed as Scrapy's command line would
+(:func:`_execute_read`), with the same usage, help, errors and exit statuses.
 """
 
 from __future__ import annotations
@@ -50,6 +56,9 @@ import trawl  # noqa: E402
 if TYPE_CHECKING:
     from scrapy.commands import ScrapyCommand
     from scrapy.settings import BaseSettings, Settings
+
+    from trawl.readcommand import ReadCommand
+    from trawl.readsettings import ReadSettings
 
 SETTINGS_MODULE = "trawl.settings"
 #: Scrapy commands not listed by ``trawl -h``: they make or check a Scrapy project's own
@@ -157,11 +166,11 @@ def _command_named(settings: BaseSettings, name: str, inproject: bool) -> Scrapy
 
 
 def _run_print_help(parser: argparse.ArgumentParser, func: Any, *args: Any) -> None:
-    from scrapy.exceptions import UsageError
+    from trawl.readcommand import usage_errors
 
     try:
         func(*args)
-    except UsageError as exc:
+    except usage_errors() as exc:
         if str(exc):
             parser.error(str(exc))
         if exc.print_help:
@@ -169,7 +178,7 @@ def _run_print_help(parser: argparse.ArgumentParser, func: Any, *args: Any) -> N
         sys.exit(2)
 
 
-def _run_command(command: ScrapyCommand, args: list[str], opts: argparse.Namespace) -> None:
+def _run_command(command: ScrapyCommand | ReadCommand, args: list[str], opts: argparse.Namespace) -> None:
     if not opts.profile:
         command.run(args, opts)
         return
@@ -216,9 +225,78 @@ def _execute_one(argv: list[str], at: int, settings: Settings, command: ScrapyCo
     sys.exit(command.exitcode)
 
 
+def _read_command(settings: ReadSettings, name: str) -> ReadCommand | None:
+    """The read command ``COMMANDS_MODULE`` defines for ``name``; ``None``: a Scrapy command, or none.
+
+    Scrapy's precedence holds: ``COMMANDS_MODULE``'s commands come before the entry points' and
+    Scrapy's own, so a read command found there is the one Scrapy would run.
+    """
+    from trawl.readcommand import ReadCommand
+
+    modules = settings["COMMANDS_MODULE"]
+    module_name = f"{modules}.{name}"
+    if not modules or not name.isidentifier() or name.startswith("__"):
+        return None
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.submodule_search_locations is not None:
+        return None
+    module = importlib.import_module(module_name)
+    found = [
+        obj
+        for obj in vars(module).values()
+        if inspect.isclass(obj) and issubclass(obj, ReadCommand) and obj.__module__ == module.__name__
+    ]
+    return found[-1]() if found else None
+
+
+def _execute_read(argv: list[str], at: int, settings: ReadSettings, command: ReadCommand) -> None:
+    """:func:`_execute_one` for a read command, importing no Scrapy: trawl's copy of its help formatter."""
+    from trawl.readcommand import HelpFormatter
+
+    name = argv[at]
+    args = [arg for i, arg in enumerate(argv) if i != at]
+    parser = _TrawlArgumentParser(
+        formatter_class=HelpFormatter,
+        usage=f"scrapy {name} {command.syntax()}",
+        conflict_handler="resolve",
+        description=command.long_desc(),
+    )
+    settings.setdict(command.default_settings, priority="command")
+    command.settings = settings
+    command.add_options(parser)
+    opts, rest = parser.parse_known_args(args=args[1:])
+    _run_print_help(parser, command.process_options, rest, opts)
+    _run_print_help(parser, _run_command, command, rest, opts)
+    sys.exit(command.exitcode)
+
+
+def _inside_project() -> bool:
+    """:func:`scrapy.utils.project.inside_project` once the settings module was imported."""
+    if os.environ.get("SCRAPY_SETTINGS_MODULE"):
+        return True
+    here = Path.cwd()
+    return any((folder / "scrapy.cfg").is_file() for folder in (here, *here.parents))
+
+
 def execute(argv: list[str]) -> None:
-    """Scrapy's command line importing only the command asked for; help and unknown names: Scrapy's walk."""
+    """Scrapy's command line importing only the command asked for; help and unknown names: Scrapy's walk.
+
+    A read command runs without Scrapy (:func:`_execute_read`).
+    """
+    at = _command_at(argv)
+    if at is not None:
+        from trawl.readsettings import project_settings
+
+        read_settings = project_settings()
+        command = _read_command(read_settings, argv[at])
+        if command is not None and (_inside_project() or not command.requires_project):
+            _execute_read(argv, at, read_settings, command)
+            return
     from scrapy.utils.project import get_project_settings, inside_project
+
+    from trawl.readcommand import register_with_scrapy
+
+    register_with_scrapy()  # Scrapy's walk lists (and runs) the read commands too
 
     settings = get_project_settings()
     if "EDITOR" in os.environ:

@@ -27,16 +27,14 @@ from __future__ import annotations
 import difflib
 import logging
 from collections.abc import Collection, Mapping
-from typing import Any
-
-from scrapy.settings import SETTINGS_PRIORITIES, BaseSettings, default_settings
+from typing import TYPE_CHECKING, Any
 
 from trawl.common.files import umask_check
 from trawl.distributed.connection import check_redis_url
 from trawl.errors import TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
-from trawl.politeness.proxies import read_proxy_list
 from trawl.politeness.rates import parse_rate
+from trawl.readsettings import SETTINGS_PRIORITIES
 from trawl.settings_checks import (
     DAY,
     Check,
@@ -56,6 +54,9 @@ from trawl.settings_checks import (
     whole_value,
 )
 from trawl.stores.registry import check_store_uri
+
+if TYPE_CHECKING:  # a type only: read commands check their settings without importing Scrapy
+    from scrapy.settings import BaseSettings
 
 
 def _source_map(
@@ -123,6 +124,8 @@ def plugins(settings: BaseSettings, name: str, sources: Collection[str] | None) 
 
 def proxies(settings: BaseSettings, name: str, sources: Collection[str] | None) -> None:
     """``PROXY_LIST`` and ``PROXY_LIST_FILE``: every proxy an http(s) URL, the file readable."""
+    from trawl.politeness.proxies import read_proxy_list  # its middleware imports Scrapy
+
     read_proxy_list(settings)
 
 
@@ -294,6 +297,8 @@ def check_setting_names(settings: BaseSettings) -> None:
     extensions and spiders read their own. Known means trawl's or one of
     Scrapy's defaults.
     """
+    from scrapy.settings import default_settings
+
     cmdline = SETTINGS_PRIORITIES["cmdline"]
     trawl_names = known_setting_names(settings)
     for name in settings:

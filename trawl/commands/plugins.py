@@ -10,16 +10,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scrapy.commands import ScrapyCommand
-
 from trawl.errors import EXIT_USAGE, TrawlError
 from trawl.pipeline.manager import ESSENTIAL_PLUGINS, plugin_manager_from_settings
+from trawl.readcommand import ReadCommand
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False  # no spider loader needed: the manager alone answers
-    default_settings = {"LOG_ENABLED": False}
+class Command(ReadCommand):
+    """No spider loader needed: the plugin manager alone answers."""
 
     def short_desc(self) -> str:
         return "List the registered trawl plugins and the hooks each implements"

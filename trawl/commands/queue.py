@@ -15,21 +15,17 @@ import argparse
 import sys
 
 import orjson
-from scrapy.commands import ScrapyCommand
 
 from trawl.distributed.commandline import fail, open_queue
 from trawl.distributed.queue import Status
 from trawl.errors import EXIT_USAGE, TrawlError
+from trawl.readcommand import ReadCommand
 
 ACTIONS = ("retry", "purge")
 USAGE = "queue [retry|purge] [--json]"
 
 
-class Command(ScrapyCommand):
-    requires_project = True
-    requires_crawler_process = False
-    default_settings = {"LOG_ENABLED": False}
-
+class Command(ReadCommand):
     def syntax(self) -> str:
         return "[retry|purge] [--json]"
 

@@ -18,12 +18,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from scrapy.exceptions import UsageError
-
 from trawl.common.counts import counted
 from trawl.common.files import FILES_SETTINGS, apply_umask
 from trawl.errors import EXIT_USAGE, TrawlError, TrawlUsageError
-from trawl.readcommand import StoreReadingCommand, add_store_option, open_readable, store_uri
+from trawl.readcommand import StoreReadingCommand, add_store_option, open_readable, store_uri, usage_error
 from trawl.run.report import (
     FORMATS,
     ReportFile,
@@ -85,7 +83,7 @@ class Command(StoreReadingCommand):
     def answer(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
         if not args or args[0] not in REPORTS or len(args) > 1:
-            raise UsageError("give the report to make: trawl report new --domain example.com")
+            raise usage_error("give the report to make: trawl report new --domain example.com")
         if not opts.domain:
             raise TrawlUsageError("give the domain: trawl report new --domain example.com")
         domain = parse_target(opts.domain).domain

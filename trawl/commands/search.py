@@ -21,12 +21,10 @@ import sys
 from collections.abc import Iterable
 from typing import TextIO
 
-from scrapy.exceptions import UsageError
-
 from trawl.commands._output import FORMATS, default_format, write_csv, write_jsonl, write_table
 from trawl.errors import TrawlError, TrawlUsageError
 from trawl.pipeline.manager import plugin_manager_from_settings
-from trawl.readcommand import StoreReadingCommand, store_uri
+from trawl.readcommand import StoreReadingCommand, store_uri, usage_error
 from trawl.records.record import UrlRecord
 from trawl.search import FACETS, parse
 from trawl.stores.registry import open_searcher
@@ -83,7 +81,7 @@ class Command(StoreReadingCommand):
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if not args:  # Scrapy's usage error: the usage, then the line
-            raise UsageError("give a query, e.g. trawl search 'host:api.example.com AND ext:js' ('*': all)")
+            raise usage_error("give a query, e.g. trawl search 'host:api.example.com AND ext:js' ('*': all)")
         super().run(args, opts)
 
     def answer(self, args: list[str], opts: argparse.Namespace) -> None:

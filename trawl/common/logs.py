@@ -24,14 +24,15 @@ from __future__ import annotations
 import logging
 import sys
 from datetime import datetime, timezone
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
-from scrapy.settings import BaseSettings
-from scrapy.utils.log import TopLevelFormatter
 
 from trawl.common import statkeys
 from trawl.common.secrets import RedactingFilter, install_record_factory, redact
+
+if TYPE_CHECKING:  # a type only: read commands (trawl queue) log without importing Scrapy
+    from scrapy.settings import BaseSettings
 
 #: Scrapy's INFO lines the console keeps: Ctrl-C's "Received SIGINT, shutting down gracefully".
 _SCRAPY_LINES_KEPT = ("Received ",)
@@ -149,6 +150,8 @@ def build_handler(settings: BaseSettings) -> logging.Handler:
     handler.setLevel(level)
     handler.addFilter(RedactingFilter())
     if settings.getbool("LOG_SHORT_NAMES"):
+        from scrapy.utils.log import TopLevelFormatter
+
         handler.addFilter(TopLevelFormatter(["scrapy"]))
     console = not settings.get("LOG_FILE")
     if console and level > logging.DEBUG and not settings.getbool("TRAWL_LOG_ALL"):

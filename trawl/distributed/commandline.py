@@ -12,12 +12,11 @@ import argparse
 import sys
 from typing import Any
 
-from scrapy.utils.conf import arglist_to_dict
-
 from trawl.common.logs import install_log_handler, write_usage_error
 from trawl.distributed.connection import SETTING, connect
 from trawl.distributed.queue import WorkQueue
 from trawl.errors import EXIT_USAGE, TrawlError, exit_status
+from trawl.readsettings import arglist_to_dict
 from trawl.settings_checks import real_value, whole_value
 from trawl.validation import LOGGING_SETTINGS, validate_settings
 

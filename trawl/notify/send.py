@@ -40,7 +40,6 @@ from urllib.parse import unquote, urljoin, urlsplit, urlunsplit
 
 import orjson
 
-from trawl.common.stopping import SIGNALS
 from trawl.notify.receivers import Receiver
 
 logger = logging.getLogger("trawl.notify")
@@ -116,6 +115,8 @@ def _send(post: Post, timeout: float, user_agent: str) -> None:
 
 def post_all(bodies: list[tuple[Receiver, dict]], timeout: float, user_agent: str) -> list[Post]:
     """Post every body to its receiver at once; wait until all are done or ``timeout`` has passed."""
+    from trawl.common.stopping import SIGNALS  # it imports Scrapy: read commands import this module too
+
     posts = [Post(receiver, orjson.dumps(body)) for receiver, body in bodies]
     if SIGNALS.interrupted.is_set():  # a second signal stopped the crawl: exit now, send nothing
         for post in posts:

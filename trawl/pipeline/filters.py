@@ -19,12 +19,14 @@ import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from scrapy.settings import BaseSettings
+from typing import TYPE_CHECKING
 
 from trawl.errors import TrawlUsageError
 from trawl.settings_checks import Setting, read, text_list
 from trawl.sources.arguments import parse_bool, parse_date, split_list
+
+if TYPE_CHECKING:  # a type only: read commands register this plugin without importing Scrapy
+    from scrapy.settings import BaseSettings
 
 FILTER_NAMES = ("FILTER_CODE", "FILTER_MIME", "FILTER_URL", "FILTER_KEYWORDS", "MATCH_CODE", "MATCH_MIME")
 #: The status-code lists; waymore's ``validateArgStatusCodes`` takes 3-digit numbers only.
