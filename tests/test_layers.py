@@ -109,9 +109,5 @@ def test_the_cycle_check_sees_a_circle() -> None:
     assert strongly_connected({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the crates source's api, apifetch, history, incremental, policy, spider import each other",
-)
 def test_no_import_circles() -> None:
     assert import_cycles(SOURCES.parent) == []

@@ -51,7 +51,7 @@ from trawl.sources.crates.apirecords import (
 from trawl.sources.crates.records import CrateBatch, DependencyBatch, VersionBatch, VersionDownloadBatch
 
 if TYPE_CHECKING:
-    from trawl.sources.crates.spider import CratesSpider
+    from trawl.sources.crates.host import CratesHost
 
 #: Crates per listing page: the most crates.io serves (``cannot request more than 100 items``).
 PER_PAGE = 100
@@ -92,7 +92,7 @@ def parse_time(stamp: str | None) -> datetime | None:
 class ApiCrawl:
     """One run of the API modes for one spider: the listing, then each crate whole."""
 
-    def __init__(self, spider: CratesSpider, options: ApiOptions, known: Known) -> None:
+    def __init__(self, spider: CratesHost, options: ApiOptions, known: Known) -> None:
         self.spider = spider
         self.options = options
         self.known = known

@@ -31,7 +31,7 @@ from twisted.python.failure import Failure
 from trawl.common import statkeys
 
 if TYPE_CHECKING:
-    from trawl.sources.crates.spider import CratesSpider
+    from trawl.sources.crates.host import CratesHost
 
 
 class Skip(Exception):  # noqa: N818 - a decision, said already, not an error to report
@@ -59,7 +59,7 @@ def error_detail(body: bytes) -> str:
 class Fetcher:
     """GETs through the engine's downloader (gate, proxies, retries), with the crawl's User-Agent."""
 
-    def __init__(self, spider: CratesSpider, user_agent: str) -> None:
+    def __init__(self, spider: CratesHost, user_agent: str) -> None:
         self.spider = spider
         self.headers = {"User-Agent": user_agent, "Accept": "application/json"}
 

@@ -58,7 +58,7 @@ from trawl.sources.crates.parquet import ParquetError
 from trawl.stores.contract import KindReadingStore
 
 if TYPE_CHECKING:
-    from trawl.sources.crates.spider import CratesSpider
+    from trawl.sources.crates.host import CratesHost
 
 DEFAULT_ARCHIVE_BASE_URL = "https://static.crates.io/archive/version-downloads"
 #: The days of version downloads the db-dump (and the API) hold: the archive has the days before.
@@ -103,7 +103,7 @@ class _End(Exception):  # noqa: N818 - a decision, said already
 class HistoryBackfill:
     """One run's backfill for one spider (see the module docstring)."""
 
-    def __init__(self, spider: CratesSpider, days: int, base_url: str, user_agent: str) -> None:
+    def __init__(self, spider: CratesHost, days: int, base_url: str, user_agent: str) -> None:
         self.spider = spider
         self.days = days
         self.base_url = base_url.rstrip("/")

@@ -25,10 +25,10 @@ from trawl.sources.crates.records import CrateBatch
 from trawl.stores.contract import KindReadingStore
 
 if TYPE_CHECKING:
-    from trawl.sources.crates.spider import CratesSpider
+    from trawl.sources.crates.host import CratesHost
 
 
-def read_known(spider: CratesSpider, mode: str) -> Known:
+def read_known(spider: CratesHost, mode: str) -> Known:
     """The store's crates (ids, ``updated_at``); :class:`Stop` (after one ERROR line) when
     ``incremental`` has nothing to start from."""
     context = getattr(spider, "run_context", None)
