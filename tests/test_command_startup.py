@@ -2,10 +2,12 @@
 
 A read command's whole run is its start-up: importing every source (Scrapy's HTTP
 handler, Twisted's TLS, polars), psycopg and prometheus_client to register them cost
-``trawl list`` about 0.9 s of CPU of its 1.3 s. Each command here runs in a fresh
-interpreter (the fork server's children have everything imported already) against a
-small SQLite store, and the modules it imported are read at exit: a module import
-added on a read path fails the test that names the command, not a benchmark later.
+``trawl list`` about 0.9 s of CPU of its 1.3 s, and Scrapy itself 0.25-0.3 s of a
+0.5-0.7 s ``trawl search``. Each command here runs in a fresh interpreter (the fork
+server's children have everything imported already) against a small SQLite store, and
+the modules it imported are read at exit: a module import added on a read path fails
+the test that names the command, not a benchmark later. A read command runs without
+Scrapy (:mod:`trawl.readcommand`), so its help and settings are compared with Scrapy's.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from scrapy import Spider
 from scrapy.utils.misc import walk_modules_iter
 
 from tests.helpers.probe import seed
+from trawl.readsettings import SETTINGS_PRIORITIES, project_settings
 from trawl.sources.builtin import BUILTIN_RECORD_SOURCE_PATHS, BUILTIN_URL_SOURCES, SOURCES
 
 #: Run as ``python -c``: the command line, then every imported module's name in $MODULES_OUT.
@@ -47,6 +50,8 @@ NEVER = (
 )
 #: Only a command that reads the store's records builds a polars frame.
 NO_STORE = (*NEVER, "polars", "tldextract")
+#: A read command is run without Scrapy (:mod:`trawl.readcommand`): Scrapy's package imports Twisted.
+NO_SCRAPY = ("scrapy", "twisted", "scrapy.settings", "scrapy.commands")
 
 URLS = ["https://example.com/", "https://example.com/login", "https://api.example.com/v1/users"]
 
@@ -62,6 +67,7 @@ def run(folder: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], set
     out = folder / f"modules-{args[0]}.txt"
     env = dict(os.environ, MODULES_OUT=str(out), TRAWL_STORE_URI=f"sqlite:///{folder / 'trawl.db'}")
     env.pop("SCRAPY_SETTINGS_MODULE", None)
+    env.pop("TRAWL_REDIS_URL", None)
     result = subprocess.run(
         [sys.executable, "-c", RUN_AND_LIST_MODULES, *args],
         cwd=folder,
@@ -129,6 +135,91 @@ def test_search_prints_the_stored_urls_without_importing_a_source(
 
 def test_search_does_not_import_polars(searched: tuple[subprocess.CompletedProcess[str], set[str]]) -> None:
     assert imported(searched[1], ("polars",)) == []
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "says", "polars"),
+    [
+        (("version",), 0, "trawl ", False),
+        (("plugins",), 0, "sources", False),
+        (("search", "--help"), 0, "Global Options", False),
+        (("search", "*", "--count"), 0, "3", False),
+        (("queue",), 2, "TRAWL_REDIS_URL is not set", False),
+        (("report", "new", "--domain", "example.com"), 1, "the store has no run for example.com", True),
+        (("endpoints", "-a", "domain=example.com"), 1, "no endpoints mined for example.com", True),
+        (("params", "-a", "domain=example.com"), 1, "no parameter names mined for example.com", True),
+        (("responses", "list", "-a", "domain=example.com"), 1, "no stored responses for example.com", True),
+        (("crates", "top"), 1, "holds no crates.io data", True),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, tuple) else None,
+)
+def test_a_read_command_answers_without_importing_scrapy(
+    store: Path, args: tuple[str, ...], status: int, says: str, polars: bool
+) -> None:
+    """Only the commands that read the store's records into frames import polars."""
+    result, modules = run(store, *args)
+    assert result.returncode == status, result.stderr[-2000:]
+    assert says in result.stdout + result.stderr
+    assert imported(modules, NO_SCRAPY) == []
+    assert ("polars" in modules) is polars
+
+
+def scrapy_command_line(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m scrapy ARGS`` in trawl's project: Scrapy's own command line, its walk of the commands."""
+    env = dict(
+        os.environ,
+        SCRAPY_SETTINGS_MODULE="trawl.settings",
+        TRAWL_STORE_URI=f"sqlite:///{folder / 'trawl.db'}",
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", *args],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("command", ["search", "report"])
+def test_a_read_commands_help_is_the_one_scrapys_command_line_prints(store: Path, command: str) -> None:
+    """Same usage, description, options and headings as Scrapy's formatter makes; ``trawl`` for ``scrapy``."""
+    scrapys = scrapy_command_line(store, command, "--help")
+    assert scrapys.returncode == 0, scrapys.stderr[-2000:]
+    result, modules = run(store, command, "--help")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout == scrapys.stdout.replace(f"scrapy {command} ", f"trawl {command} ")
+    assert imported(modules, NO_SCRAPY) == []
+
+
+def test_scrapys_command_line_still_runs_a_read_command(store: Path) -> None:
+    """scrapyd and ``python -m scrapy`` use Scrapy's command line: it finds the read commands, runs them."""
+    listed = scrapy_command_line(store)
+    assert "  search " in listed.stdout and "  report " in listed.stdout, listed.stdout
+    result = scrapy_command_line(store, "search", "*")
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert sorted(result.stdout.split()) == sorted(URLS)
+    refused = scrapy_command_line(store, "search")
+    assert refused.returncode == 2
+    assert "error: give a query" in refused.stderr
+
+
+def test_the_settings_a_read_command_reads_are_scrapys(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every setting, its value and its priority as :func:`get_project_settings` has them."""
+    from scrapy.settings import SETTINGS_PRIORITIES as SCRAPYS_PRIORITIES
+    from scrapy.settings import BaseSettings
+    from scrapy.utils.project import get_project_settings
+
+    monkeypatch.setenv("SCRAPY_SETTINGS_MODULE", "trawl.settings")
+    monkeypatch.setenv("SCRAPY_PROJECT", "default")
+    assert SETTINGS_PRIORITIES == SCRAPYS_PRIORITIES
+    ours, theirs = project_settings(), get_project_settings()
+    assert sorted(ours) == sorted(theirs)
+    for name in theirs:
+        value = theirs[name]
+        expected = value.copy_to_dict() if isinstance(value, BaseSettings) else value
+        assert (name, ours[name]) == (name, expected)
+        assert (name, ours.getpriority(name)) == (name, theirs.getpriority(name))
 
 
 def test_the_built_in_sources_table_names_each_source_by_its_own_name() -> None:
