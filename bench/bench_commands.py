@@ -15,7 +15,8 @@ with the load average beside each row, and the CPU as a multiple of ``python -c 
 On a loaded machine compare CPU, not wall: at load 8 on 2 cores a run waits for a core as long
 as it runs. ``--before REV`` times that revision's trawl (``git archive REV trawl``) on the same
 store, each command right before the checkout's, for a before and after in one run;
-``--pythonpath DIR`` times another copy of trawl instead of the checkout's.
+``--pythonpath DIR`` times another copy of trawl instead of the checkout's. The runs use compiled
+bytecode, as an installed trawl does (``PYTHONDONTWRITEBYTECODE`` is dropped: the warm-up writes it).
 
     python bench/bench_commands.py [--runs 5] [--before REV] [--pythonpath DIR]
 """
@@ -118,6 +119,10 @@ def main() -> None:
     env = dict(os.environ, TRAWL_STORE_URI="sqlite:///trawl.db")
     env.pop("SCRAPY_SETTINGS_MODULE", None)
     env.pop("PYTHONPATH", None)
+    # An installed trawl runs from its compiled bytecode: the warm-up run writes it, for the
+    # checkout and for --before's copy alike. With PYTHONDONTWRITEBYTECODE set, every run
+    # compiled each module changed since its .pyc again (all of them in --before's fresh copy).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     with ExitStack() as stack:
         folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench_commands_")))
         seed(folder)
