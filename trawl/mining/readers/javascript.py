@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import threading
+from typing import Any
 
 import tree_sitter_javascript
 from tree_sitter import Language, Node, Parser, Query, QueryCursor
@@ -26,6 +27,7 @@ from trawl.mining.policy import api_like
 from trawl.mining.readers.jsroutes import joined, placeholders, route
 from trawl.mining.readers.jsuses import Scopes, Uses
 from trawl.mining.readers.jsvalues import Values, literal, text
+from trawl.mining.readers.jswindows import WINDOW_BYTES, Window, read_windows
 from trawl.mining.resolve import EXPR
 
 #: Above this share of bytes under ERROR nodes, the file is read by the regex fallback.
@@ -69,16 +71,42 @@ def _parse(body: bytes) -> Node:
     return parser.parse(body).root_node
 
 
-def error_ratio(errors: list[Node], size: int) -> float:
-    """The share of the file's bytes under ERROR nodes (nested errors counted once)."""
+def error_bytes(errors: list[Node], low: int, high: int) -> int:
+    """The bytes of ``[low, high)`` under ERROR nodes (nested errors counted once)."""
     covered = 0
-    end = -1
+    end = low
     for node in sorted(errors, key=lambda n: n.start_byte):
         start = max(node.start_byte, end)
-        if node.end_byte > start:
-            covered += node.end_byte - start
-            end = node.end_byte
-    return covered / size if size else 0.0
+        stop = min(node.end_byte, high)
+        if stop > start:
+            covered += stop - start
+            end = stop
+    return covered
+
+
+def stray_bytes(root: Node, low: int, high: int) -> int:
+    """The bytes of ``[low, high)`` that no valid node explains: tokens directly under an ERROR node,
+    and ERROR or MISSING leaves.
+
+    For a window of a bigger file: its tree is one ERROR wherever the window cuts an enclosing
+    function off (every window of a bundle but the last), though the code inside parses into valid
+    nodes. A window of swagger-ui (256 KiB) is all ERROR by :func:`error_bytes`, 388 bytes by this.
+    """
+    stray = 0
+    todo = [root]
+    while todo:
+        node = todo.pop()
+        for child in node.children:
+            if child.end_byte <= low or child.start_byte >= high:
+                continue
+            if child.type == "ERROR" or child.has_error or child.is_missing:
+                if child.child_count:
+                    todo.append(child)
+                else:
+                    stray += min(child.end_byte, high) - max(child.start_byte, low)
+            elif node.type == "ERROR" and not child.is_named:
+                stray += min(child.end_byte, high) - max(child.start_byte, low)
+    return stray
 
 
 def _gather(root: Node) -> tuple[dict[str, list[Node]], dict[str, Node]]:
@@ -104,18 +132,65 @@ def _gather(root: Node) -> tuple[dict[str, list[Node]], dict[str, Node]]:
 
 
 def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | None:
-    """The file's findings; ``None`` when it is too broken for the tree to be trusted."""
+    """The file's findings; ``None`` when it is too broken for the tree to be trusted.
+
+    A file over :data:`WINDOW_BYTES` is parsed a window at a time (:mod:`trawl.mining.readers.jswindows`),
+    so a worker's memory is bounded per file whatever its size.
+    """
     try:
         body.decode("utf-8")
     except UnicodeDecodeError:  # the query's #match? reads node text as strict UTF-8
         body = body.decode("utf-8", "replace").encode("utf-8")
-    root = _parse(body)
-    captures, declared = _gather(root)
-    if error_ratio(captures.get("error", []), len(body)) > MAX_ERROR_RATIO:
-        return None
-    values = Values(declared)
     collector = Collector(url, source)
+    if len(body) > WINDOW_BYTES:
+        broken = read_windows(body, _parse, lambda root, piece, window: mine(root, piece, collector, window))
+    else:
+        broken = mine(_parse(body), body, collector, Window(0, 0, len(body)))
+    if broken > MAX_ERROR_RATIO * len(body):
+        return None
+    return collector.findings("javascript")
+
+
+class Sink:
+    """The collector, taking only what the window holds, at the file's line."""
+
+    def __init__(self, collector: Collector, window: Window) -> None:
+        self.collector = collector
+        self.window = window
+
+    def add(self, start: int, value: str, how: str, line: int, **parts: Any) -> None:
+        if self.window.holds(start):
+            self.collector.add(value, how, line + self.window.lines, **parts)
+
+    def params(self, start: int, names: set[str]) -> None:
+        if self.window.holds(start):
+            self.collector.params |= names
+
+    def used_elsewhere(self, node: Node) -> bool:
+        """Is ``node`` a declared value (``const u = "..."``) whose name the file names outside the
+        window? A use there may consume it (``new URL(path, u)``), which the window cannot see: a
+        constant of swagger-ui declared 0.5 MB before its use was counted as a bare literal."""
+        parent = node.parent
+        if self.window.elsewhere is None or parent is None or parent.type != "variable_declarator":
+            return False
+        name = parent.child_by_field_name("name")
+        if name is None or parent.child_by_field_name("value") != node:
+            return False
+        return self.window.elsewhere(text(name))
+
+
+def mine(root: Node, body: bytes, collector: Collector, window: Window) -> int:
+    """Add the findings of ``body``'s tree that ``window`` holds to ``collector``; the bytes under
+    ERROR nodes in the window (the caller compares them with :data:`MAX_ERROR_RATIO`)."""
+    captures, declared = _gather(root)
+    if window.slice:
+        broken = stray_bytes(root, window.low, window.high)
+    else:
+        broken = error_bytes(captures.get("error", []), window.low, window.high)
+    values = Values(declared)
     used: set[tuple[int, int]] = set()
+    sink = Sink(collector, window)
+    add = sink.add
 
     def emit(node: Node, how: str, line: int, base: Node | None = None, **parts: object) -> None:
         literals: list[Node] = []
@@ -130,7 +205,7 @@ def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | 
             declared = values.declared[text(node)]
             used.add((declared.start_byte, declared.end_byte))
         used.update((n.start_byte, n.end_byte) for n in literals)
-        collector.add(value, how, line, **parts)  # type: ignore[arg-type]
+        add(node.start_byte, value, how, line, **parts)
 
     uses = Uses(values, emit, Scopes(captures.get("function", [])), _url_like)
     calls = captures.get("call", [])
@@ -146,16 +221,15 @@ def read(body: bytes, url: str, *, source: str | None = None) -> FileFindings | 
         value = values.value(specifier)
         if value and value.startswith(_URL_SPECIFIERS):  # not a bare `react`: that is a package name
             emit(specifier, "import", specifier.start_point.row + 1)
-    _bare_literals(captures, values, collector, used)
+    _bare_literals(captures, values, sink, used)
     for match in SOURCE_MAPPING_URL.finditer(body):
-        collector.add(
-            match.group(1).decode("utf-8", "replace"), "sourcemap", body.count(b"\n", 0, match.start()) + 1
-        )
-    return collector.findings("javascript")
+        add(match.start(), match.group(1).decode("utf-8", "replace"), "sourcemap",
+            body.count(b"\n", 0, match.start()) + 1)  # fmt: skip
+    return broken
 
 
 def _bare_literals(
-    captures: dict[str, list[Node]], values: Values, collector: Collector, used: set[tuple[int, int]]
+    captures: dict[str, list[Node]], values: Values, sink: Sink, used: set[tuple[int, int]]
 ) -> None:
     """API-looking strings that no use above consumed: route strings (``"GET /user/repos"``) with their
     method; the rest through the precision policy, placeholders read as ``EXPR`` and parameters."""
@@ -171,13 +245,13 @@ def _bare_literals(
         fresh = [n for n in literals if (n.start_byte, n.end_byte) not in used]
         used.update((n.start_byte, n.end_byte) for n in literals)
         if value and fresh and api_like(value):
-            collector.add(value, "string", concat.start_point.row + 1)
+            sink.add(concat.start_byte, value, "string", concat.start_point.row + 1)
     for node in captures.get("template", []) + captures.get("string", []):
-        if (node.start_byte, node.end_byte) in used or metadata(node):
+        if (node.start_byte, node.end_byte) in used or metadata(node) or sink.used_elsewhere(node):
             continue
         value = literal(node) if node.type == "string" else values.value(node)
         if value:
-            _bare(value, node.start_point.row + 1, collector)
+            _bare(value, node, sink)
 
 
 def _key(pair: Node) -> str:
@@ -214,7 +288,7 @@ def _url_like(value: str) -> bool:
     return api_like(path)
 
 
-def _bare(value: str, line: int, collector: Collector) -> None:
+def _bare(value: str, node: Node, sink: Sink) -> None:
     """One bare literal: a route string, else a value the policy keeps (placeholders as ``EXPR``).
 
     A relative API path (``rest/v1``) is kept with an unknown base (``EXPR/rest/v1``): a script's
@@ -223,17 +297,17 @@ def _bare(value: str, line: int, collector: Collector) -> None:
     found = route(value)
     if found is not None:
         method, path, names, query = found
-        collector.params |= names | query
+        sink.params(node.start_byte, names | query)
         # A route table's paths are relative to its client's API base, not to the bundle's host.
         url = path if path.startswith(EXPR) else EXPR + path
-        collector.add(url, "route", line, method=method, query=query)
+        sink.add(node.start_byte, url, "route", node.start_point.row + 1, method=method, query=query)
         return
     path, names, query = placeholders(value)
     if path.startswith(_PAGE_ORIGIN):  # `${location.protocol}//${location.host}/x`: the page's own origin
         path = EXPR + "/" + path[len(_PAGE_ORIGIN) :]
     if not api_like(path):
         return
-    collector.params |= names | query
+    sink.params(node.start_byte, names | query)
     if not path.startswith(("/", "./", "../", EXPR)) and not _SCHEME.match(path):
         path = EXPR + "/" + path
-    collector.add(path, "string", line, query=query)
+    sink.add(node.start_byte, path, "string", node.start_point.row + 1, query=query)
