@@ -29,12 +29,14 @@ import pytest
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.conftest import assert_no_traceback, run_scrapy
-    from tests.servers.h2site import BIG_PAGE, EVIL, H2Site, wait_for
+    from tests.helpers.polling import wait_for
+    from tests.servers.h2site import BIG_PAGE, EVIL, H2Site
     from tests.servers.proxy import FakeProxy
     from tests.servers.website import TlsSite
 except ImportError:
     from conftest import assert_no_traceback, run_scrapy  # type: ignore[no-redef]
-    from servers.h2site import BIG_PAGE, EVIL, H2Site, wait_for  # type: ignore[no-redef]
+    from helpers.polling import wait_for  # type: ignore[no-redef]
+    from servers.h2site import BIG_PAGE, EVIL, H2Site  # type: ignore[no-redef]
     from servers.proxy import FakeProxy  # type: ignore[no-redef]
     from servers.website import TlsSite  # type: ignore[no-redef]
 

@@ -45,7 +45,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 from collections import Counter
 from pathlib import Path
 from typing import IO, Any
@@ -311,16 +310,6 @@ class H2Site:
 def streams_per_connection(requests: list[dict[str, Any]]) -> Counter[int]:
     """Requests per connection (by the peer's port)."""
     return Counter(row["peer"] for row in requests)
-
-
-def wait_for(predicate: Any, timeout: float = 10.0) -> bool:
-    """Polls ``predicate`` until it is true or the time is up."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return bool(predicate())
 
 
 def main() -> None:  # pragma: no cover
