@@ -95,6 +95,28 @@ def prerender(
     return pages
 
 
+def start_servers(stack: ExitStack, data: Dataset, page_lines: int, block_lines: int) -> dict[str, Any]:
+    """The four fake sources serving ``data``, stopped when ``stack`` closes."""
+    return {
+        "wayback": stack.enter_context(FakeCdxServer(data.wayback, lines_per_page=page_lines)),
+        "commoncrawl": stack.enter_context(
+            FakeCommonCrawl(data.commoncrawl, collinfo=data.collinfo(), lines_per_block=block_lines)
+        ),
+        "otx": stack.enter_context(FakeOtxServer(urls=data.otx)),
+        "urlscan": stack.enter_context(FakeUrlscanServer(results=data.urlscan)),
+    }
+
+
+def base_url_settings(servers: Mapping[str, Any]) -> dict[str, str]:
+    """The settings that point trawl's four sources at the fakes."""
+    return {
+        "WAYBACK_BASE_URL": servers["wayback"].base_url,
+        "COMMONCRAWL_BASE_URL": servers["commoncrawl"].base_url,
+        "OTX_BASE_URL": servers["otx"].base_url,
+        "URLSCAN_BASE_URL": servers["urlscan"].base_url,
+    }
+
+
 # --- the floor: the logged requests again, from a bare client --------------------------------
 
 
@@ -314,14 +336,7 @@ def main() -> None:
     )
 
     with ExitStack() as stack:
-        servers: dict[str, Any] = {
-            "wayback": stack.enter_context(FakeCdxServer(data.wayback, lines_per_page=args.page_lines)),
-            "commoncrawl": stack.enter_context(
-                FakeCommonCrawl(data.commoncrawl, collinfo=data.collinfo(), lines_per_block=args.block_lines)
-            ),
-            "otx": stack.enter_context(FakeOtxServer(urls=data.otx)),
-            "urlscan": stack.enter_context(FakeUrlscanServer(results=data.urlscan)),
-        }
+        servers = start_servers(stack, data, args.page_lines, args.block_lines)
         for server in servers.values():
             server.latency = args.latency
         if args.no_prerender:
@@ -335,12 +350,7 @@ def main() -> None:
                 + ", ".join(f"{name} {count}" for name, count in pages.items())
                 + f" ({time.perf_counter() - t0:.1f} s)"
             )
-        base_urls = {
-            "WAYBACK_BASE_URL": servers["wayback"].base_url,
-            "COMMONCRAWL_BASE_URL": servers["commoncrawl"].base_url,
-            "OTX_BASE_URL": servers["otx"].base_url,
-            "URLSCAN_BASE_URL": servers["urlscan"].base_url,
-        }
+        base_urls = base_url_settings(servers)
         workdir = Path(tempfile.mkdtemp(prefix="trawl-bench-sources-"))
         store = Path(args.store_dir or workdir) / "bench.db"
         store.unlink(missing_ok=True)
