@@ -93,7 +93,8 @@ def crawl(workdir: Path, code: Path, url: str, settings: dict[str, str]) -> tupl
         _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.perf_counter() - start
     lines = log.read_text().splitlines()
-    tail = "\n".join(line for line in lines if "crates:" in line or "ERROR" in line)[-2000:]
+    said = ("crates:", "ERROR", "ingest process")  # the last: the store's writing process, its CPU
+    tail = "\n".join(line for line in lines if any(word in line for word in said))[-2000:]
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"crawl failed ({os.waitstatus_to_exitcode(status)}):\n" + "\n".join(lines[-40:]))
     return seconds, _cpu(usage), usage.ru_maxrss / 1024, tail

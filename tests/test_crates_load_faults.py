@@ -170,6 +170,8 @@ class StallingDumpServer:
     def __init__(self, dump: bytes, sent: int) -> None:
         self.dump, self.sent = dump, sent
         self.release = threading.Event()
+        #: Once released, the rest of the dump is sent (else the answer ends cut short).
+        self.send_rest = False
         self._httpd: ThreadingHTTPServer | None = None
 
     def __enter__(self) -> StallingDumpServer:
@@ -186,6 +188,8 @@ class StallingDumpServer:
                 self.wfile.write(server.dump[: server.sent])
                 self.wfile.flush()
                 server.release.wait(60)
+                if server.send_rest:
+                    self.wfile.write(server.dump[server.sent :])
 
             def log_message(self, *args: object) -> None:
                 pass
@@ -221,6 +225,57 @@ def test_sigint_while_the_reader_waits_on_a_stalled_download_ends_within_seconds
     assert "Traceback" not in run.stderr, run.stderr[-3000:]
     assert "crates: stopped while reading the db-dump; it is read again next run" in run.stderr
     assert_first_is_live(workdir)
+
+
+def ingest_workers(parent: int) -> list[int]:
+    """The store's ingest processes the crawl ``parent`` started (:mod:`trawl.stores.sqlite.ingest`)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            status = (entry / "status").read_text()
+            command = (entry / "cmdline").read_bytes()
+        except (OSError, ValueError):
+            continue
+        ppid = next((line.split()[1] for line in status.splitlines() if line.startswith("PPid:")), "")
+        if ppid == str(parent) and b"ingest_worker" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def test_the_ingest_process_killed_mid_load_is_one_error_line_and_the_rerun_completes(workdir: Path) -> None:
+    """The process that writes the rows into the store dies (the OOM killer): the load ends in one
+    ERROR line naming the store, nothing switches in, no process is left, and a rerun loads it."""
+    with FakeCratesDumpServer(b"") as server:
+        load_first(workdir, server)
+        dump = dump_of(SECOND, versions=40_000)
+        stalling = StallingDumpServer(dump, len(dump) // 2)
+        # Every batch goes to the ingest process (a smaller one is coalesced by the store's writer).
+        with stalling, trawl(workdir, stalling.dump_url, BATCH_COALESCE_ROWS=0) as run:
+            run.wait_until(lambda: staged(workdir / "x.db", "crate_records_next") > 0)
+            workers = ingest_workers(run.proc.pid)
+            assert len(workers) == 1, workers
+            os.kill(workers[0], signal.SIGKILL)
+            stalling.send_rest = True
+            stalling.release.set()  # the next batch meets the dead process
+            code, _ = run.finish(timeout=PROMPT * 3)
+        assert code == 1, run.stderr[-3000:]
+        assert "Traceback" not in run.stderr, run.stderr[-3000:]
+        errors = [line for line in run.stderr.splitlines() if " ERROR: " in line]
+        assert len(errors) == 1, errors
+        said = "crates: cannot write the dump's rows into 'x.db': the writing process was killed (signal 9)"
+        assert said in errors[0], errors
+        assert_first_is_live(workdir)
+        assert ingest_workers(run.proc.pid) == []
+
+        server.dump = dump
+        rerun = crawl(workdir, server.dump_url)
+    assert_no_traceback(rerun)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    assert snapshots(workdir / "x.db") == [FIRST, SECOND]
+    assert query(workdir / "x.db", "SELECT count(*), min(id), max(id) FROM version_records") == [
+        (40_000, 1000, 40_999)
+    ]
+    assert staging_tables(workdir / "x.db") == []
 
 
 def test_a_stop_wakes_the_step_waiting_for_the_archive_and_ends_the_read_ahead_thread() -> None:

@@ -28,7 +28,7 @@ from trawl.sources.crates.snapshot import DumpLoad, newest_held
 from trawl.sources.crates.stream import BodyStream
 from trawl.sources.crates.tables import DumpError
 from trawl.sources.crates.zipstream import zip_members
-from trawl.stores.sqlite.prestage import Prestager
+from trawl.stores.sqlite.ingest import Ingester
 
 
 class DumpReading:
@@ -55,7 +55,8 @@ class DumpReading:
             members=zip_members if zipped else tar_members, expected=self.expected, stop=stop,
             max_bytes=self.dump_max_bytes,
         )  # fmt: skip
-        stager = Prestager.for_store(store)
+        lock = getattr(self, "_load_lock", None)
+        stager = Ingester.for_store(store, lock.fileno() if lock is not None else None)
         small = int(self.crawler.settings.getint("BATCH_COALESCE_ROWS"))
         load = DumpLoad(batches, info, self.parquet_dir, stop, stager, small)
         self._reading = (load, stream)
@@ -122,6 +123,12 @@ class DumpReading:
             except ParquetError as exc:
                 ended = True
                 self.record_error("parquet", "%s", exc)
+                return
+            except StoreError as exc:  # a batch's rows could not be written (a full disk)
+                ended = True
+                if not is_stopping(self.crawler):
+                    self.record_error("store", "%s; stopping the crawl (rerun to complete it)", exc)
+                    deferred_from_coro(self.crawler.engine.close_spider_async(reason=STORE_ERROR))
                 return
             ended = True
             yield DumpSnapshotBatch(self.name, load.dump_row(), page=f"{info.snapshot}/switch", page_rows=1)

@@ -98,6 +98,10 @@ class LoadLock:
     def release(self) -> None:
         """Let go (idempotent); the system lets go anyway when the process ends."""
 
+    def fileno(self) -> int | None:
+        """The descriptor a helper process inherits to hold the lock with this one (None: not a file's)."""
+        return None
+
 
 class FileLoadLock(LoadLock):
     """SQLite: ``flock`` on ``<store>-load.lock``, the holder written in it."""
@@ -132,6 +136,9 @@ class FileLoadLock(LoadLock):
             if (holder is not None and not holder.is_gone()) or time.monotonic() > deadline:
                 return holder
             time.sleep(0.02)  # polling for the holder's record, a write away
+
+    def fileno(self) -> int | None:
+        return self._fd
 
     def release(self) -> None:
         fd, self._fd = self._fd, None

@@ -35,7 +35,8 @@ from trawl.sources.crates.dump import DumpBatch, DumpInfo, iso, parse_time
 from trawl.sources.crates.parquet import ParquetLayer, newest_dump
 from trawl.sources.crates.prefetch import Stopped, StopSignal
 from trawl.sources.crates.records import DumpSnapshotBatch
-from trawl.stores.sqlite.prestage import Prestager, prestaged_type
+from trawl.stores.sqlite.ingest import Ingester
+from trawl.stores.sqlite.prestage import prestaged_type
 
 
 def newest_held(store: Any, parquet_dir: Path | None) -> datetime | None:
@@ -64,11 +65,11 @@ class DumpLoad:
         info: DumpInfo,
         parquet_dir: Path | None,
         stop: StopSignal | None = None,
-        stager: Prestager | None = None,
+        stager: Ingester | None = None,
         stage_min_rows: int = 0,
     ) -> None:
         self.batches = batches
-        #: Stages each batch's rows for the SQLite store on this thread (None: the store does it all).
+        #: Hands each batch's rows to the SQLite store's ingest process (None: the store does it all).
         self.stager = stager
         #: A smaller batch waits to be coalesced with others in the pipeline: it is not staged here.
         self.stage_min_rows = stage_min_rows
@@ -145,8 +146,11 @@ class DumpLoad:
         return pl.DataFrame([row], schema=DumpSnapshotBatch.SCHEMA)
 
     def finish(self) -> None:
-        """On the reading thread: the Parquet partitions into place."""
+        """On the reading thread: every row in the store's staged tables (``StoreError`` if not), the
+        Parquet partitions into place."""
         with self._running():
+            if self.stager is not None:
+                self.stager.finish()
             if self.parquet is not None:
                 self.parquet.commit(self.dump_row())
 

@@ -3,7 +3,8 @@
 A batch type that declares ``KEY`` and ``MERGE`` (:mod:`trawl.records.kinds`)
 gets a table ``<kind>_records`` the first time this store meets it: its
 declared columns (polars types to SQLite's), ``first_run`` and ``last_run``,
-and the key as a ``WITHOUT ROWID`` primary key. A batch is written in four
+and the key as the primary key (a ``WITHOUT ROWID`` table's, or the rowid itself for
+one INTEGER key). A batch is written in four
 statements, all in C: its rows into a temporary table, one lookup of which
 keys are known (and their last run: a record this run wrote before is a
 ``repeat``), one ``INSERT ... SELECT ... ON CONFLICT DO UPDATE`` that merges by
@@ -150,9 +151,12 @@ class KindTable:
         columns = [f"{_quoted(c)} {t}{' NOT NULL' if c in self.key else ''}" for c, t in self.types.items()]
         columns += [f"{name} {kind}" for name, kind in BOOKKEEPING.items()]
         key = ", ".join(_quoted(k) for k in self.key)
+        # One INTEGER key is the rowid itself: rows appended in key order cost a third less CPU than
+        # in a WITHOUT ROWID table (3 million dump rows through ADBC: 2.8 s against 4.0 s).
+        rowid = len(self.key) == 1 and self.types[self.key[0]] == "INTEGER"
         con.execute(
             f"CREATE TABLE IF NOT EXISTS main.{self.table} ({', '.join(columns)}, PRIMARY KEY ({key}))"
-            " WITHOUT ROWID"
+            + ("" if rowid else " WITHOUT ROWID")
         )
         have = {row[1] for row in con.execute(f"PRAGMA main.table_info({self.table})")}
         for column, kind in self.types.items():
@@ -200,6 +204,8 @@ class KindTable:
                     con.execute(self._upsert_prestaged.format(source=source), {"run": run})
             elif source is not None:
                 con.execute(self._upsert_from.format(source=source))
+            elif prestaged:  # the load's own process wrote the rows (trawl.stores.sqlite.ingest)
+                pass
             else:
                 runs = [pl.lit(run).alias("first_run"), pl.lit(run).alias("last_run")]
                 con.executemany(self._upsert_direct, rows.select(*self.columns, *runs).iter_rows())

@@ -44,6 +44,8 @@ from trawl.stores.sqlite.bulk import available
 
 #: The schema name a batch's file is attached under, and its one table.
 SCHEMA = "trawl_stage"
+#: The ``stage_file`` of a batch whose rows the load's own process wrote into the table (:mod:`.ingest`).
+INGESTED = ""
 TABLE = "rows"
 _OWNED = re.compile(r"-stage-(?P<pid>\d+)@(?P<host>[^/]+)-\d+$")
 
@@ -153,18 +155,23 @@ class Prestager:
 LOAD_CHECKPOINT_PAGES = 16384
 
 
-def attach(con: sqlite3.Connection, path: str) -> str:
-    """On the writer, outside a transaction: ``path`` attached; the table to merge from."""
-    if not os.path.isfile(path):
-        raise StoreError(f"the staged batch {path!r} is gone: its load was stopped")
+def attach(con: sqlite3.Connection, path: str) -> str | None:
+    """On the writer, outside a transaction: ``path`` attached; the table to merge from (None: the
+    batch's rows are in the table already, :data:`INGESTED`)."""
     # The process is a dump load's (the crates source runs in no crawl all): its connection's own.
     con.execute(f"PRAGMA wal_autocheckpoint={LOAD_CHECKPOINT_PAGES}")
+    if path == INGESTED:
+        return None
+    if not os.path.isfile(path):
+        raise StoreError(f"the staged batch {path!r} is gone: its load was stopped")
     con.execute("ATTACH DATABASE ? AS " + SCHEMA, (path,))
     return f"{SCHEMA}.{TABLE}"
 
 
 def detach(con: sqlite3.Connection, path: str) -> None:
     """After the batch's transaction (committed, rolled back or skipped): the file is done with."""
+    if path == INGESTED:
+        return
     with contextlib.suppress(sqlite3.Error):
         con.execute("DETACH DATABASE " + SCHEMA)
     with contextlib.suppress(FileNotFoundError):
