@@ -4,16 +4,21 @@ Writes ``--urls`` distinct URLs in ``--batch``-row batches from two sources
 into a fresh store file, the second source reporting ``--overlap`` of the
 first's URLs (so half its batches merge known URLs, as in ``crawl all``), and
 prints the CPU time of each phase of :meth:`SqliteStore._write`: staging
-(``executemany``), the upsert, reading known URLs back, putting the merged
+(from Arrow columns loaded into the bulk scratch file first, phase ``load``;
+with ``--rows`` bound a row at a time by ``executemany``), the upsert,
+reading known URLs back, putting the merged
 values on the batch (polars), and the commit. All on this thread: the figures
 are the writer thread's own cost, with no reactor competing for the GIL.
 
-    python bench/bench_store_write.py [--urls N] [--batch N] [--overlap F]
+    python bench/bench_store_write.py [--urls N] [--batch N] [--overlap F] [--shuffle] [--rows] [--cache-mb N]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import random
+import resource
 import sys
 import tempfile
 import time
@@ -31,7 +36,9 @@ from scrapy.settings import Settings  # noqa: E402
 from trawl.pipeline.context import RunContext  # noqa: E402
 from trawl.records.batches import UrlBatch  # noqa: E402
 from trawl.stores.sqlite import SqliteStore  # noqa: E402
+from trawl.stores.sqlite import bulk as bulk_module  # noqa: E402
 from trawl.stores.sqlite import merge as merge_module  # noqa: E402
+from trawl.stores.sqlite.bulk import BulkStage  # noqa: E402
 
 DOMAIN = "example.com"
 
@@ -47,8 +54,11 @@ class _Stats:
         self.values[key] = self.values.get(key, 0) + count
 
 
-def open_store(path: Path, source: str) -> SqliteStore:
-    crawler = SimpleNamespace(settings=Settings({"SQLITE_SYNCHRONOUS": "NORMAL"}), stats=_Stats())
+def open_store(path: Path, source: str, cache_mb: int | None = None) -> SqliteStore:
+    values: dict[str, Any] = {"SQLITE_SYNCHRONOUS": "NORMAL"}
+    if cache_mb is not None:
+        values["SQLITE_CACHE_MB"] = cache_mb
+    crawler = SimpleNamespace(settings=Settings(values), stats=_Stats())
     context = RunContext(
         crawler=crawler,  # type: ignore[arg-type]
         spider=SimpleNamespace(name=source),  # type: ignore[arg-type]
@@ -75,11 +85,19 @@ def batch(urls: list[str], source: str) -> UrlBatch:
     )
 
 
+def load() -> str:
+    return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def timed(phases: dict[str, float], name: str, function: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapper(*args: Any) -> Any:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         started = time.process_time()
         try:
-            return function(*args)
+            return function(*args, **kwargs)
         finally:
             phases[name] += time.process_time() - started
 
@@ -93,11 +111,19 @@ def main() -> None:
     parser.add_argument("--urls", type=int, default=200_000)
     parser.add_argument("--batch", type=int, default=5_000)
     parser.add_argument("--overlap", type=float, default=0.4)
+    parser.add_argument("--shuffle", action="store_true", help="URLs in random order (as SURT order)")
+    parser.add_argument("--rows", action="store_true", help="stage with executemany, not through Arrow")
+    parser.add_argument("--cache-mb", type=int, default=None, help="SQLITE_CACHE_MB (default: the store's)")
     args = parser.parse_args()
     phases: dict[str, float] = defaultdict(float)
     for name in ("stage", "upsert", "read_known", "with_merged"):
         setattr(merge_module, name, timed(phases, name, getattr(merge_module, name)))
+    BulkStage.put = timed(phases, "load", BulkStage.put)  # type: ignore[method-assign]
+    if args.rows:
+        bulk_module.available = lambda path: False
     urls = [f"https://{DOMAIN}/path/{i}?q={i % 97}" for i in range(args.urls)]
+    if args.shuffle:
+        random.Random(7).shuffle(urls)
     second = urls[: int(args.urls * args.overlap)] + [
         u + "&other" for u in urls[int(args.urls * args.overlap) :]
     ]
@@ -110,14 +136,19 @@ def main() -> None:
         total = time.process_time()
         wall = time.perf_counter()
         for source, made in batches.items():
-            store = open_store(path, source)
+            store = open_store(path, source, args.cache_mb)
             for one in made:
                 store.write_batch(one)
             store.close("finished")
         total = time.process_time() - total
         wall = time.perf_counter() - wall
     written = 2 * args.urls
-    print(f"{written:,} rows in {args.batch:,}-row batches: {total:.2f} s CPU, {wall:.2f} s wall")
+    how = "executemany" if args.rows else "Arrow"
+    print(
+        f"{written:,} rows in {args.batch:,}-row batches{', shuffled' if args.shuffle else ''},"
+        f" staged by {how}:"
+        f" {total:.2f} s CPU, {wall:.2f} s wall, peak RSS {peak_rss_mb():.0f} MB ({load()})"
+    )
     for name, seconds in phases.items():
         print(f"  {name:<12} {seconds:6.2f} s  {seconds / written * 1e6:5.1f} µs a row")
     rest = total - sum(phases.values())

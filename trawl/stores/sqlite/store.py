@@ -42,7 +42,15 @@ from trawl.settings_checks import Setting, one_of, read, whole
 from trawl.stores.contract import KEYED_KINDS, PartlyStored
 from trawl.stores.location import data_dir
 from trawl.stores.sqlite.errors import describe, store_error
-from trawl.stores.sqlite.schema import CLAIM_PAGES, SCHEMA, STAGING, stage_sql, upgrade, upsert_sql
+from trawl.stores.sqlite.schema import (
+    CLAIM_PAGES,
+    SCHEMA,
+    STAGING,
+    stage_from_sql,
+    stage_sql,
+    upgrade,
+    upsert_sql,
+)
 from trawl.stores.writer import WritesOnThread
 
 if TYPE_CHECKING:  # the write path: imported where it is used (see the module docstring)
@@ -144,6 +152,7 @@ class SqliteStore(WritesOnThread):
         self.run = 0
         self._upsert = ""
         self._stage = ""
+        self._stage_loaded = ""
         self._tables: dict[type[Batch], KindTable] = {}
         #: Set on the writer thread when a batch failed: batches queued behind it are refused.
         self._failed: str | None = None
@@ -198,6 +207,7 @@ class SqliteStore(WritesOnThread):
             ).lastrowid
         self._upsert = upsert_sql(self.context.source, self.run)
         self._stage = stage_sql(self.context.source)
+        self._stage_loaded = stage_from_sql(self.context.source, f"{bulk.SCHEMA}.{bulk.TABLE}")
 
     def _connect(self) -> sqlite3.Connection:
         """The file's connection, made once a process (:meth:`WriterThread.connection`), on its thread."""
@@ -261,7 +271,7 @@ class SqliteStore(WritesOnThread):
     def _write(self, batch: Batch) -> tuple[int, int]:
         """On the writer thread: the batch in one transaction; (new records, pages stored before)."""
         from trawl.records.batches import UrlBatch
-        from trawl.stores.sqlite import prestage
+        from trawl.stores.sqlite import merge, prestage
         from trawl.stores.sqlite.bulk import BulkStage
 
         con = self.connection
@@ -282,12 +292,15 @@ class SqliteStore(WritesOnThread):
                 # Before the transaction: the scratch file is attached only outside one (:mod:`.bulk`).
                 rows = self._table(con, type(batch)).staged_rows(batch.frame, self.run)
                 source = self._writer.bulk.put(con, rows)
+            elif isinstance(batch, UrlBatch) and self._writer.bulk is not None and batch.frame.height:
+                # A URL batch's staging rows as Arrow columns, bound in C (:func:`.merge.stage`).
+                source = self._writer.bulk.put(con, merge.staging_rows(batch.frame))
             con.execute("BEGIN IMMEDIATE")
             skipped = self._claim_or_roll_back(con, batch, now)
             if skipped:
                 return 0, skipped
             if isinstance(batch, UrlBatch):
-                written, new = self._write_urls(con, batch.frame, now)
+                written, new = self._write_urls(con, batch.frame, now, source is not None)
             else:
                 table = self._table(con, type(batch))
                 written, new = table.write(con, batch.frame, self.run, source, staged_file is not None)
@@ -317,14 +330,18 @@ class SqliteStore(WritesOnThread):
         return new, 0
 
     def _write_urls(
-        self, con: sqlite3.Connection, frame: pl.DataFrame, now: float
+        self, con: sqlite3.Connection, frame: pl.DataFrame, now: float, loaded: bool = False
     ) -> tuple[pl.DataFrame, int]:
-        """URL rows inserted or merged (:mod:`.merge`); the batch's frame as stored, and how many were new."""
+        """URL rows inserted or merged (:mod:`.merge`); the batch's frame as stored, and how many were new.
+        ``loaded``: its staging rows are in the bulk scratch table already (:mod:`.bulk`)."""
         from trawl.stores.sqlite import merge
 
         if not frame.height:
             return frame, 0
-        merge.stage(con, self._stage, frame)
+        if loaded:
+            merge.stage(con, self._stage_loaded, frame, loaded=True)
+        else:
+            merge.stage(con, self._stage, frame)
         merge.upsert(con, self._upsert, frame.height, now)
         known = self._read_known(con)
         return merge.with_merged(frame, known, self.run), frame.height - known.height
