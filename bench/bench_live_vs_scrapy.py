@@ -102,11 +102,12 @@ if __name__ == "__main__":  # the mining pool's forkserver and workers import th
 """
 
 
-def tree_memory(pid: int) -> tuple[int, int]:
+def tree_memory(pid: int, by_process: dict[str, int] | None = None) -> tuple[int, int]:
     """Resident and proportional (PSS) bytes of ``pid`` and its descendants (from /proc).
 
     The RSS sum counts a page shared by several processes of the tree (the mining
     pool's forkserver and workers share the interpreter's) once in each; PSS splits it.
+    ``by_process`` keeps each process's own peak RSS, by :func:`role`.
     """
     children: dict[int, list[int]] = {}
     rss: dict[int, int] = {}
@@ -125,8 +126,25 @@ def tree_memory(pid: int) -> tuple[int, int]:
         current = todo.pop()
         total += rss.get(current, 0)
         pss += proportional(current)
+        if by_process is not None and current in rss:
+            name = "main" if current == pid else f"{role(current)} {current}"
+            by_process[name] = max(by_process.get(name, 0), rss[current])
         todo.extend(children.get(current, ()))
     return total, pss
+
+
+def role(pid: int) -> str:
+    """What a process of the tree is, from its command line (a forked worker has its parent's)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+            words = cmdline.read().decode("utf-8", "replace").split("\0")
+    except OSError:
+        return "?"
+    text = " ".join(words)
+    for name in ("resource_tracker", "forkserver", "trawl.mining"):
+        if name in text:
+            return name
+    return Path(words[0]).name if words and words[0] else "?"
 
 
 def proportional(pid: int) -> int:
@@ -147,9 +165,9 @@ def measured(command: list[str], env: dict[str, str], cwd: Path) -> dict[str, fl
     start = time.monotonic()
     proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL,
                             stderr=open(cwd / "crawl.log", "w"))  # fmt: skip
-    peak, peak_pss, timeline = 0, 0, []
+    peak, peak_pss, timeline, by_process = 0, 0, [], {}
     while proc.poll() is None:
-        rss, pss = tree_memory(proc.pid)
+        rss, pss = tree_memory(proc.pid, by_process)
         peak, peak_pss = max(peak, rss), max(peak_pss, pss)
         if not timeline or time.monotonic() - start >= timeline[-1][0] + 5:
             timeline.append((time.monotonic() - start, rss >> 20))
@@ -165,6 +183,7 @@ def measured(command: list[str], env: dict[str, str], cwd: Path) -> dict[str, fl
         "rss": peak / (1 << 20),
         "pss": peak_pss / (1 << 20),
         "rc": proc.returncode,
+        "by_process": ", ".join(f"{name} {size >> 20}" for name, size in by_process.items()),
     }
 
 
@@ -318,6 +337,9 @@ def main() -> None:
             print(f"{who:8} {r['pages']:>6} {len(r['unfetched']):>9} {r['repeats']:>8} {r['start']:>7} "
                   f"{r['linked404']:>10} {len(r['invented']):>12} {r['robots']:>6} "
                   f"{r['wall']:>7.1f} {r['cpu']:>6.1f} {r['rss']:>7.0f} {r['pss']:>7.0f}")  # fmt: skip
+    for who, runs in results.items():
+        for r in runs:
+            print(f"{who} peak RSS MB of each process: {r['by_process']}")
     for who, runs in results.items():
         last = runs[-1]
         if last["repeated"]:

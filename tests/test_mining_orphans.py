@@ -1,9 +1,9 @@
 """``kill -9`` of a responses run whose mining pool has started leaves none of the pool's processes.
 
-The pool's workers are the forkserver's children, not the crawl's, and used to
-wait on their task queue for ever once the crawl was gone (the forkserver and
-the resource tracker with them). The processes are found the way a user would
-find them with ``ps``: by the crawl's tree of pids and parent pids, recorded
+A worker busy with a file reads its requests' pipe (whose end of file would
+tell it the crawl is gone) only once done; it must end at once all the same.
+The processes are found the way a user would find them with ``ps``: by the
+crawl's tree of pids and parent pids and the worker's command line, recorded
 before the kill (a process whose parent died is adopted by another).
 """
 
@@ -37,6 +37,14 @@ def process_table() -> dict[int, tuple[int, str]]:
         fields = stat[stat.rindex(")") + 2 :].split()
         table[int(entry)] = (int(fields[1]), fields[0])
     return table
+
+
+def command_line(pid: int) -> bytes:
+    """A process's command line (empty once it has ended)."""
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def descendants(roots: set[int], table: dict[int, tuple[int, str]]) -> set[int]:
@@ -75,12 +83,11 @@ def test_kill_9_of_the_crawl_ends_the_mining_pool(workdir: Path, tmp_path: Path)
         pool: set[int] = set()
         try:
             deadline = time.monotonic() + DEADLINE
-            while True:  # until a worker runs: a process two levels below the crawl
+            while True:  # until a worker runs: a process below the crawl running trawl.mining.worker
                 table = process_table()
-                children = descendants({proc.pid}, table) - {proc.pid}
-                workers = descendants(children, table)
-                if workers:
-                    pool = children | workers
+                below = descendants({proc.pid}, table)
+                if any(b"trawl.mining.worker" in command_line(pid) for pid in below):
+                    pool = below
                     break
                 assert proc.poll() is None, proc.stderr.read().decode()[-3000:] if proc.stderr else ""
                 assert time.monotonic() < deadline, "the mining pool never started"

@@ -47,6 +47,13 @@ def test_a_big_bundle_in_windows_finds_what_a_whole_read_finds(monkeypatch: pyte
     assert not [key for key in windowed if "invented" in key[0] or "comment" in key[0]]
 
 
+def test_a_name_declared_again_and_again_keeps_its_literals() -> None:
+    """Not a constant whose one use may lie in another window: every window keeps its literal."""
+    line = b'var u = "/api/v9/big";\n'
+    body = line * (3 * jswindows.WINDOW_BYTES // len(line))
+    assert {url for url, *_ in keys(body)} == {"https://app.example.com/api/v9/big"}
+
+
 def test_lines_are_the_files_lines() -> None:
     body = bundle(3000)
     found = {url: line for url, how, _, _, line in keys(body) if how == "fetch"}

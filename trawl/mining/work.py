@@ -1,6 +1,6 @@
 """What a mining worker process runs: read a batch of stored files, mine each one.
 
-Kept apart from :mod:`trawl.mining.pool` so that a worker imports only this, the
+Kept apart from :mod:`trawl.mining.pool` so that a worker (:mod:`trawl.mining.worker`) imports only this, the
 reader (:func:`trawl.mining.extract_file`, or ``MINING_EXTRACTOR``) and the
 standard library: never Twisted, Scrapy or a store. A worker reads the files
 itself (the parent sends names, not bytes: a batch of megabyte files would
@@ -28,28 +28,12 @@ Job = tuple[str, str, str, "str | None"]
 Result = tuple[str, "FileFindings | None", "str | None"]
 
 
-def worker_start(crawl_pid: int) -> None:
-    """A worker's initializer: Ctrl-C is the crawl's to handle, and the worker dies with the crawl.
-
-    Ctrl-C: the crawl stops, then stops the pool; a worker that took it too would
-    die mid-batch with a traceback on the terminal. Death: a ``kill -9`` of the
-    crawl left its workers blocked on their task queue for ever (each holds the
-    queue's write end too, so it never reads end-of-file), and the forkserver and
-    the resource tracker with them (they live while a worker holds their pipe).
-    See :func:`exit_with`.
-    """
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    exit_with(crawl_pid)
-
-
 def exit_with(pid: int) -> None:
     """End this process as soon as process ``pid`` ends (a daemon thread waiting on its pidfd).
 
-    ``PR_SET_PDEATHSIG`` does not fit: a worker's parent is the forkserver, not the
-    crawl, and the forkserver's own death signal would be tied to the crawl's
-    thread that started it, not to the crawl. A pidfd is the crawl itself: it is
+    A worker's requests' pipe ends when the crawl does, but a worker in the middle
+    of a file reads it only once done. ``PR_SET_PDEATHSIG`` does not fit: it is tied
+    to the crawl's thread that started the worker, not to the crawl. A pidfd is the crawl itself: it is
     readable once the crawl has exited (zombie included), whoever its parent or
     subreaper, with no polling (the worker exits within milliseconds; 20 of 20
     ``kill -9`` rounds left no process, see tests/test_mining_orphans.py). Where

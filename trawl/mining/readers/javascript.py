@@ -166,15 +166,16 @@ class Sink:
         if self.window.holds(start):
             self.collector.params |= names
 
-    def used_elsewhere(self, node: Node) -> bool:
-        """Is ``node`` a declared value (``const u = "..."``) whose name the file names outside the
-        window? A use there may consume it (``new URL(path, u)``), which the window cannot see: a
-        constant of swagger-ui declared 0.5 MB before its use was counted as a bare literal."""
+    def used_elsewhere(self, node: Node, values: Values) -> bool:
+        """Is ``node`` the value of a name the window declares once (``const u = "..."``), a name the
+        file names outside the window? A use there may consume it (``new URL(path, u)``), which the
+        window cannot see: a constant of swagger-ui declared 0.5 MB before its use was counted as a
+        bare literal. A name declared more than once is no constant: its literals stay."""
         parent = node.parent
         if self.window.elsewhere is None or parent is None or parent.type != "variable_declarator":
             return False
         name = parent.child_by_field_name("name")
-        if name is None or parent.child_by_field_name("value") != node:
+        if name is None or parent.child_by_field_name("value") != node or text(name) not in values.declared:
             return False
         return self.window.elsewhere(text(name))
 
@@ -247,7 +248,7 @@ def _bare_literals(
         if value and fresh and api_like(value):
             sink.add(concat.start_byte, value, "string", concat.start_point.row + 1)
     for node in captures.get("template", []) + captures.get("string", []):
-        if (node.start_byte, node.end_byte) in used or metadata(node) or sink.used_elsewhere(node):
+        if (node.start_byte, node.end_byte) in used or metadata(node) or sink.used_elsewhere(node, values):
             continue
         value = literal(node) if node.type == "string" else values.value(node)
         if value:
