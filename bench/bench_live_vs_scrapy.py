@@ -81,7 +81,7 @@ class Docs(CrawlSpider):
 #: Runs trawl's command line in this process (profiled when BENCH_PROFILE names a file).
 MEASURED = r"""
 import sys, atexit, os
-if __name__ == "__main__":  # the mining pool's forkserver and workers import this file too
+if __name__ == "__main__":  # as a program that runs trawl from Python should
     if os.environ.get("BENCH_PROFILE"):
         import cProfile, pstats
         _prof = cProfile.Profile(); _prof.enable()
