@@ -225,15 +225,22 @@ def _execute_one(argv: list[str], at: int, settings: Settings, command: ScrapyCo
     sys.exit(command.exitcode)
 
 
-def _read_command(settings: ReadSettings, name: str) -> ReadCommand | None:
+def _commands_module() -> str:
+    """``COMMANDS_MODULE`` as the project's settings module sets it (Scrapy's default: none), read
+    without building the settings: a command on Scrapy's path builds Scrapy's."""
+    from trawl.readsettings import add_project_to_path
+
+    add_project_to_path()
+    module = os.environ.get("SCRAPY_SETTINGS_MODULE")
+    return str(getattr(importlib.import_module(module), "COMMANDS_MODULE", "") or "") if module else ""
+
+
+def _read_command(modules: str, name: str) -> ReadCommand | None:
     """The read command ``COMMANDS_MODULE`` defines for ``name``; ``None``: a Scrapy command, or none.
 
     Scrapy's precedence holds: ``COMMANDS_MODULE``'s commands come before the entry points' and
     Scrapy's own, so a read command found there is the one Scrapy would run.
     """
-    from trawl.readcommand import ReadCommand
-
-    modules = settings["COMMANDS_MODULE"]
     module_name = f"{modules}.{name}"
     if not modules or not name.isidentifier() or name.startswith("__"):
         return None
@@ -241,6 +248,8 @@ def _read_command(settings: ReadSettings, name: str) -> ReadCommand | None:
     if spec is None or spec.submodule_search_locations is not None:
         return None
     module = importlib.import_module(module_name)
+    from trawl.readcommand import ReadCommand
+
     found = [
         obj
         for obj in vars(module).values()
@@ -284,14 +293,12 @@ def execute(argv: list[str]) -> None:
     A read command runs without Scrapy (:func:`_execute_read`).
     """
     at = _command_at(argv)
-    if at is not None:
+    read = None if at is None else _read_command(_commands_module(), argv[at])
+    if at is not None and read is not None and (_inside_project() or not read.requires_project):
         from trawl.readsettings import project_settings
 
-        read_settings = project_settings()
-        command = _read_command(read_settings, argv[at])
-        if command is not None and (_inside_project() or not command.requires_project):
-            _execute_read(argv, at, read_settings, command)
-            return
+        _execute_read(argv, at, project_settings(), read)
+        return
     from scrapy.utils.project import get_project_settings, inside_project
 
     from trawl.readcommand import register_with_scrapy

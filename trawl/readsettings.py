@@ -187,7 +187,7 @@ class ReadSettings(MutableMapping[str, Any]):
                 self.set(name, getattr(module, name), priority)
 
 
-def _add_project_to_path() -> None:
+def add_project_to_path() -> None:
     """What ``scrapy.utils.conf.init_env`` does once a settings module is named (``trawl`` always
     names one): the nearest ``scrapy.cfg``'s folder on ``sys.path``, for a project's own modules."""
     here = Path.cwd()
@@ -200,7 +200,7 @@ def _add_project_to_path() -> None:
 
 def project_settings() -> ReadSettings:
     """:func:`scrapy.utils.project.get_project_settings`, and ``EDITOR`` as Scrapy's command line adds it."""
-    _add_project_to_path()
+    add_project_to_path()
     settings = ReadSettings(scrapy_defaults(), priority="default")
     module = os.environ.get("SCRAPY_SETTINGS_MODULE")
     if module:
