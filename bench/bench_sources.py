@@ -19,8 +19,20 @@ once each, with the expected sources.
 
 Target on a 2-core machine: wall <= 1.5x the floor.
 
+``--limits``: the same crawl under the services' real limits, as a user runs it (the
+gates on at each source's default budget: Wayback 60/60s, Common Crawl 1/1s, OTX
+100/60s, urlscan 120/60s; AutoThrottle on), against *the limits' floor*: for each
+source, the least time its budget allows between the first and the last of the
+requests the crawl sent (``n`` requests at ``N`` per ``T`` seconds: ``(n - 1) // N * T``),
+the largest of the four. Also printed per source: the span of its arrivals at the
+server against its own floor, and the most requests its server saw in any window
+of ``T`` (at most ``N``, or the budget was broken). Target: wall <= 1.1x the floor.
+``--limits-scale F`` multiplies every budget's period by F (quicker, but the gate's
+fixed 0.15 s margin then weighs more).
+
     python bench/bench_sources.py [--urls N] [--overlap F] [--crawls N] [--threads N]
         [--latency S] [--no-prerender] [--set NAME=VALUE] [--log FILE] [--profile FILE] [--wrap COMMAND]
+        [--limits [--limits-scale F]]
 
 The floor replays urlscan's requests in parallel although a client can only
 send them one after the other (each names the last result of the previous
@@ -57,13 +69,21 @@ from tests.servers.devdata import CRAWL_IDS, DOMAIN, Dataset, build_dataset, exp
 from tests.servers.ia_cdx import FakeCdxServer  # noqa: E402
 from tests.servers.otx import FakeOtxServer  # noqa: E402
 from tests.servers.urlscan import FakeUrlscanServer  # noqa: E402
+from trawl.politeness.rates import parse_rate  # noqa: E402
 from trawl.sources.cdx.commoncrawl import CommonCrawlSpider  # noqa: E402
 from trawl.sources.cdx.parse import Dialect  # noqa: E402
 from trawl.sources.cdx.wayback import WaybackSpider  # noqa: E402
 from trawl.sources.otx import PAGE_LIMIT as OTX_PAGE_LIMIT  # noqa: E402
+from trawl.sources.otx import OtxSpider  # noqa: E402
 from trawl.sources.urlscan import UrlscanSpider  # noqa: E402
 
 SOURCES = ("wayback", "commoncrawl", "otx", "urlscan")
+SPIDERS = {
+    "wayback": WaybackSpider,
+    "commoncrawl": CommonCrawlSpider,
+    "otx": OtxSpider,
+    "urlscan": UrlscanSpider,
+}
 OTX_KEY = "bench-otx-key"
 URLSCAN_KEY = "bench-urlscan-key"
 
@@ -223,15 +243,20 @@ def crawl(
     extra: list[str],
     profile: str | None = None,
     wrap: str | None = None,
+    budgets: Mapping[str, tuple[int, float]] | None = None,
 ) -> CrawlRun:
+    """The crawl, gates off; with ``budgets``, gates and AutoThrottle on, at those budgets."""
     settings = {
         **base_urls,
         "STORE_URI": f"sqlite:///{store}",
-        "RATE_LIMITS_ENABLED": "False",
-        "AUTOTHROTTLE_ENABLED": "False",
         "TRAWL_CACHE_DIR": "",  # collinfo.json from the server on every run
         "LOG_LEVEL": "INFO",
     }
+    if budgets is None:
+        settings.update(RATE_LIMITS_ENABLED="False", AUTOTHROTTLE_ENABLED="False")
+    else:
+        limits = {name: f"{count}/{period:g}s" for name, (count, period) in budgets.items()}
+        settings["RATE_LIMITS"] = json.dumps(limits)
     # --wrap: a sampling profiler that sees every thread and native frames (cProfile sees the reactor's only).
     command = [*shlex.split(wrap), sys.executable] if wrap else [sys.executable]
     if profile:
@@ -257,6 +282,39 @@ def crawl(
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     server_cpu = (self_after.ru_utime - self_before.ru_utime) + (self_after.ru_stime - self_before.ru_stime)
     return CrawlRun(wall, cpu, peak, server_cpu, output, process.returncode or 0)
+
+
+def default_budgets(scale: float = 1.0) -> dict[str, tuple[int, float]]:
+    """Each source's default budget (the service's real limit), its period times ``scale``."""
+    budgets = {}
+    for name, spider in SPIDERS.items():
+        count, period = parse_rate(spider.default_rate_limit)
+        budgets[name] = (count, period * scale)
+    return budgets
+
+
+def limits_floor(servers: Mapping[str, Any], budgets: Mapping[str, tuple[int, float]]) -> dict[str, Any]:
+    """Per source: requests, the budget's floor for them, the span of their arrivals,
+    and the most arrivals in any window of the budget's period."""
+    out = {}
+    for name, server in servers.items():
+        count, period = budgets[name]
+        arrivals = sorted(record.time for record in server.requests)
+        n = len(arrivals)
+        busiest, first = 0, 0
+        for last, at in enumerate(arrivals):
+            while at - arrivals[first] >= period:
+                first += 1
+            busiest = max(busiest, last - first + 1)
+        out[name] = {
+            "requests": n,
+            "budget": f"{count}/{period:g}s",
+            "floor": (n - 1) // count * period if n else 0.0,
+            "span": arrivals[-1] - arrivals[0] if n else 0.0,
+            "busiest": busiest,
+            "allowed": count,
+        }
+    return out
 
 
 def summary_lines(output: str) -> Iterator[str]:
@@ -286,6 +344,23 @@ def check_store(store: Path, data: Dataset, expected: set[str]) -> tuple[str, bo
     return text, ok
 
 
+def print_limits(run: CrawlRun, limits: Mapping[str, Mapping[str, Any]], replay_seconds: float) -> None:
+    for name, row in limits.items():
+        span = f"{row['span'] / row['floor']:.2f}x" if row["floor"] else "-"
+        print(
+            f"  {name:<12} {row['requests']:4} requests at {row['budget']:>9}: floor {row['floor']:6.1f} s, "
+            f"arrivals spanned {row['span']:6.1f} s ({span}); most in a window {row['busiest']} "
+            f"(allowed {row['allowed']})"
+        )
+    worst = max(row["floor"] for row in limits.values())
+    print(
+        f"limits' floor: {worst:.1f} s (the slowest source's budget); trawl {run.wall:.2f} s wall = "
+        f"{run.wall / worst:.2f}x it (target <= 1.1x); with the replay's {replay_seconds:.2f} s added: "
+        f"{run.wall / (worst + replay_seconds):.2f}x; {run.cpu:.2f} s CPU; "
+        "load " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--urls", type=int, default=200_000, help="distinct URLs (default 200,000)")
@@ -312,6 +387,12 @@ def main() -> None:
     parser.add_argument("--log", default=None, metavar="FILE", help="write the crawl's output there")
     parser.add_argument(
         "--spans", default=None, metavar="FILE", help="write each server's request spans there"
+    )
+    parser.add_argument(
+        "--limits", action="store_true", help="gates on at the services' real limits, against their floor"
+    )
+    parser.add_argument(
+        "--limits-scale", type=float, default=1.0, metavar="F", help="multiply the budgets' periods by F"
     )
     parser.add_argument("--replay", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -355,7 +436,9 @@ def main() -> None:
         store = Path(args.store_dir or workdir) / "bench.db"
         store.unlink(missing_ok=True)
 
-        run = crawl(base_urls, store, workdir, args.set, args.profile, args.wrap)
+        budgets = default_budgets(args.limits_scale) if args.limits else None
+        run = crawl(base_urls, store, workdir, args.set, args.profile, args.wrap, budgets)
+        limits = limits_floor(servers, budgets) if budgets else None
         if args.log:
             Path(args.log).write_text(run.output)
         if run.returncode != 0:
@@ -381,6 +464,8 @@ def main() -> None:
         f"floor: {floor['seconds']:.2f} s to replay them with {args.threads} threads "
         f"({floor['bytes'] / 1e6:,.0f} MB, statuses {floor['statuses']}, client CPU {floor['cpu']:.2f} s)"
     )
+    if limits is not None:
+        print_limits(run, limits, floor["seconds"])
     print(
         f"trawl: {run.wall:.2f} s wall = {run.wall / floor['seconds']:.2f}x the floor (target <= 1.5x); "
         f"{run.cpu:.2f} s CPU = {run.cpu / floor['seconds']:.2f}x the floor; "
