@@ -127,7 +127,9 @@ def tree_memory(pid: int, by_process: dict[str, int] | None = None) -> tuple[int
         total += rss.get(current, 0)
         pss += proportional(current)
         if by_process is not None and current in rss:
-            name = "main" if current == pid else f"{role(current)} {current}"
+            name = next((n for n in by_process if n.endswith(f" {current}")), None)
+            if name is None:  # named once: an ending process has no command line left
+                name = "main" if current == pid else f"{role(current)} {current}"
             by_process[name] = max(by_process.get(name, 0), rss[current])
         todo.extend(children.get(current, ()))
     return total, pss
