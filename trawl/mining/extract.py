@@ -25,6 +25,8 @@ MAX_BYTES = 100 * 1024 * 1024
 #: Above this a file goes to the regex fallback instead of a parser (8 MiB): tree-sitter's tree
 #: and the nodes read from it cost about 70 MB of memory per MB of dense minified code (a
 #: 20.7 MB bundle peaked at 1.57 GB and took 36 s of CPU), and a pool runs one file per core.
+#: JavaScript is parsed in 256 KiB windows (:mod:`trawl.mining.readers.jswindows`), so for it
+#: this bounds the CPU (about 0.8 s per MB), not the memory; HTML, JSON and XML are parsed whole.
 PARSE_MAX_BYTES = 8 * 1024 * 1024
 
 _EXTENSIONS = {

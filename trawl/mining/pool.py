@@ -37,8 +37,8 @@ from trawl.mining.worker import read_frame, write_frame
 #: A batch this small, with no more waiting, is mined in the crawl process (a thread) instead of
 #: starting the pool. The pool's cold start (a process, imports, tree-sitter) took 2-4.5 s on two
 #: busy cores and one core mines about 2 MB/s of minified bundles (five npm bundles, 2.7 MB, in
-#: 1.3 s), so two workers only catch up with one thread past about 2 x 2 MB/s x 2 s = 8 MB. 4 MiB
-#: keeps the crawl process's parse trees near 300 MB (70 MB per MB of dense code at worst).
+#: 1.3 s), so two workers only catch up with one thread past about 2 x 2 MB/s x 2 s = 8 MB. A
+#: script's tree is at most a 256 KiB window's (about 20 MB), whatever the batch's size.
 IN_PROCESS_BYTES = 4 * 1024 * 1024
 
 T = TypeVar("T")
