@@ -17,7 +17,7 @@ from scrapy.settings import Settings
 
 from trawl.errors import StoreError
 from trawl.sources.cdx.wayback import WaybackSpider
-from trawl.stores.sqlite import bulk
+from trawl.stores.sqlite import SqliteStore, bulk
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.helpers.sqlite_store import make_batch, open_store
@@ -96,3 +96,17 @@ def test_wayback_writes_in_big_batches_unless_told_otherwise() -> None:
     given.set("BATCH_COALESCE_ROWS", 0, priority="cmdline")  # -s BATCH_COALESCE_ROWS=0
     WaybackSpider.update_settings(given)
     assert given.getint("BATCH_COALESCE_ROWS") == 0
+
+
+def test_the_urls_alone_of_runs_are_those_of_their_records(tmp_path: Path) -> None:
+    """``-o``'s closing line reads the URLs alone, in chunks: the same as the records' URLs."""
+    db = tmp_path / "s.db"
+    write_all(db)
+    uri = f"sqlite:///{db}"
+    for runs in (["run-0"], ["run-2"], ["run-0", "run-1"], ["nope"], []):
+        records = {url for b in SqliteStore.read_runs(uri, runs, size=2) for url in b.column("url")}
+        for size in (1, 2, 50_000):
+            chunks = [list(s) for s in SqliteStore.read_run_urls(uri, runs, size=size)]
+            assert sorted(url for chunk in chunks for url in chunk) == sorted(records), (runs, size)
+            assert all(len(chunk) <= size for chunk in chunks)
+    assert {url for s in SqliteStore.read_run_urls(uri, ["run-2"]) for url in s} == {A, B}

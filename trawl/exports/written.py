@@ -41,8 +41,15 @@ def found_urls(settings: Any, plugins: Any, run_ids: list[str]) -> SeenUrls | No
     try:
         reader: Any = store_class(uri, plugins, needs=("read",))
         found = SeenUrls()
-        for batch in reader.read_runs(uri, run_ids, settings):
-            found.add(batch.frame.get_column("url").unique())
+        # The URLs alone where the store can (SQLite: 20 MB and 1 s for 1.4M URLs, against
+        # 300 MB and 4.9 s for their records), else the records.
+        read_urls = getattr(reader, "read_run_urls", None)
+        if read_urls is not None:
+            for urls in read_urls(uri, run_ids, settings):
+                found.add(urls)
+        else:
+            for batch in reader.read_runs(uri, run_ids, settings):
+                found.add(batch.frame.get_column("url").unique())
     except (TrawlError, OSError) as exc:
         logger.debug("exports: cannot read this run's URLs back (%s)", exc)
         return None

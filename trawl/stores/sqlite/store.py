@@ -65,6 +65,8 @@ _SETS = ("sources", "statuses", "mimes")
 T = TypeVar("T")
 #: Rows of one frame read back (exports, ``-o`` of ``crawl all``): big frames, few statements.
 READ_FRAME_ROWS = 50_000
+#: URLs alone read back at a time: one text of ~5 MB.
+READ_URLS_ROWS = 50_000
 
 
 def sqlite_path(uri: str) -> str:
@@ -429,6 +431,15 @@ class SqliteStore(WritesOnThread):
         from trawl.stores.sqlite import reading
 
         return reading.read_runs(sqlite_path(uri), run_ids, size)
+
+    @classmethod
+    def read_run_urls(
+        cls, uri: str, run_ids: list[str], settings: Any = None, size: int = READ_URLS_ROWS
+    ) -> Iterator[pl.Series]:
+        """The URLs alone that the given runs wrote or updated, in chunks (the ``-o`` closing line)."""
+        from trawl.stores.sqlite import reading
+
+        return reading.read_run_urls(sqlite_path(uri), run_ids, size)
 
     @classmethod
     def read_domain(
