@@ -11,11 +11,13 @@ import csv
 import io
 import json
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.helpers import processes
 from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.otx import FakeOtxServer, OtxUrl
 
@@ -188,3 +190,15 @@ def test_new_only_without_a_store_is_refused(workdir: Path) -> None:
     assert result.stderr.strip() == (
         "trawl: error: -a new_only=true exports the URLs the store did not know: it needs a store (STORE_URI)"
     )
+
+
+@pytest.mark.parametrize("args", [[], ["foo"], ["foo", "bar"]])
+def test_a_wrong_report_name_is_the_usage_and_one_line(tmp_path: Path, args: list[str]) -> None:
+    result = processes.run(
+        [sys.executable, "-m", "trawl.cli", "report", *args], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith("Usage\n=====\n  trawl report new --domain DOMAIN"), result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("trawl: error:")]
+    assert lines == ["trawl: error: give the report to make: trawl report new --domain example.com"], lines
+    assert "failed" not in result.stderr

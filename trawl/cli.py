@@ -94,11 +94,13 @@ def _print_unknown_command(settings: BaseSettings, cmdname: str, inproject: bool
 
 
 class _TrawlArgumentParser(argparse.ArgumentParser):
-    """Scrapy's argument parser (``-o -:json`` is a value), whose usage line says ``trawl crawl ...``."""
+    """Scrapy's argument parser (``-o -:json`` is a value), whose usage line says ``trawl crawl ...``
+    and whose error lines say ``trawl: error:`` however it was started (``python -m trawl.cli`` too)."""
 
     def __init__(self, *args: Any, usage: str | None = None, **kwargs: Any) -> None:
         if usage and usage.startswith("scrapy "):
             usage = "trawl " + usage[len("scrapy ") :]
+        kwargs.setdefault("prog", "trawl")
         super().__init__(*args, usage=usage, **kwargs)
 
     def _parse_optional(self, arg_string: str) -> Any:

@@ -206,6 +206,8 @@ class StoreReadingCommand(ReadCommand):
         except TrawlError as exc:
             self.fail(str(exc), EXIT_FAILED)
         except Exception as exc:  # noqa: BLE001 - a store or file that failed mid-read: one line
+            if isinstance(exc, usage_errors()):
+                raise  # the command line prints the usage, then the line (exit 2)
             self.fail(
                 f"reading the store failed: {type(exc).__name__}: {exc}".splitlines()[0][:300], EXIT_FAILED
             )
