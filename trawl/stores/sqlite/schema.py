@@ -84,10 +84,11 @@ MERGED = "url, sources, first_seen, last_seen, captures, statuses, mimes"
 _SOURCE_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 #: The batch's rows, in this connection's own temporary database (never in the file, never in its WAL).
+#: A rowid table, appended to in URL order: a key on ``url`` made every row a second text B-tree
+#: insert (the batch's URLs are checked distinct in polars first, :func:`.merge.stage`).
 STAGING = (
-    "CREATE TEMP TABLE IF NOT EXISTS staging_urls (url TEXT PRIMARY KEY, host TEXT, sources TEXT,"
+    "CREATE TEMP TABLE IF NOT EXISTS staging_urls (url TEXT, host TEXT, sources TEXT,"
     " first_seen TEXT, last_seen TEXT, captures INTEGER, statuses TEXT, mimes TEXT, previous_run INTEGER)"
-    " WITHOUT ROWID"
 )
 
 
@@ -99,8 +100,8 @@ def stage_sql(source: str) -> str:
     for the upsert. The source's own run, not the URL's ``last_run``: with four
     sources writing one store, another source's write in between made a URL
     this run wrote before look new to it, and the summary counted Common Crawl's
-    85,802 distinct URLs as 109,461 (bench_sources, issue 14). ``OR IGNORE``: a
-    row without URL, or a URL twice in one batch, is counted, not merged twice.
+    85,802 distinct URLs as 109,461 (bench_sources, issue 14). A row without URL,
+    or a URL twice in one batch, is refused before (:func:`.merge.stage`), never merged twice.
     """
     if not _SOURCE_NAME.fullmatch(source):
         raise StoreError(f"source name {source!r} cannot be stored (letters, digits, _ . - only)")
