@@ -25,7 +25,11 @@ waymore asks Common Crawl's index without ``page=``, which pywb answers with the
 page only, so its recall stays below 1 by design. Its output goes to a file, not a
 terminal: waymore then also writes each link to stdout (a pipe's worth of lines).
 
+The machine is shared: ``--rounds N`` runs the pair N times, the order swapped each round,
+and prints each round's ratios and their median.
+
     python bench/bench_vs_waymore.py [--urls N] [--crawls N] [--processes N] [--order trawl,waymore]
+        [--rounds N]
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import json
 import os
 import resource
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -183,6 +188,7 @@ def main() -> None:
     parser.add_argument("--block-lines", type=int, default=1_000, help="Common Crawl lines a ZipNum block")
     parser.add_argument("--processes", type=int, default=2, help="waymore's -p threads (its default: 2)")
     parser.add_argument("--order", default="trawl,waymore", help="which runs first (default trawl,waymore)")
+    parser.add_argument("--rounds", type=int, default=1, help="pairs of runs, the order swapped each round")
     parser.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="extra trawl setting"
     )
@@ -206,7 +212,7 @@ def main() -> None:
     per_source = ", ".join(f"{name} {count:,}" for name, count in data.per_source().items())
     print(f"dataset: {len(expected):,} distinct URLs for {DOMAIN} ({per_source}), {args.crawls} CC indexes")
 
-    results: dict[str, tuple[Run, int, int, str, dict[str, int]]] = {}
+    results: list[dict[str, tuple[Run, int, int, str, dict[str, int]]]] = []
     with ExitStack() as stack:
         servers = start_servers(stack, data, args.page_lines, args.block_lines)
         t0 = time.perf_counter()
@@ -214,7 +220,9 @@ def main() -> None:
         prerender_waymore(servers, args.crawls)
         print(f"servers: both tools' pages pre-rendered ({time.perf_counter() - t0:.1f} s)")
         workdir = Path(tempfile.mkdtemp(prefix="trawl-bench-vs-waymore-"))
-        for tool in order:
+        for tool, rounds in ((tool, i) for i in range(args.rounds) for tool in order[:: 1 - 2 * (i % 2)]):
+            if len(results) <= rounds:
+                results.append({})
             counts = request_counts(servers)
             at_start = load()
             if tool == "trawl":
@@ -232,30 +240,38 @@ def main() -> None:
                 found, hits = waymore_recall(out, expected) if out.exists() else (0, 0)
                 note = "\n".join(line for line in run.output.splitlines() if "Links found" in line)
             sent = {name: n - counts[name] for name, n in request_counts(servers).items()}
-            results[tool] = (run, found, hits, at_start, sent)
+            results[rounds][tool] = (run, found, hits, at_start, sent)
             if args.log:
                 Path(f"{args.log}.{tool}").write_text(run.output)
             if run.returncode != 0:
                 print(run.output[-3000:])
                 raise SystemExit(f"{tool} failed with exit status {run.returncode}")
-            print(f"--- {tool} ({at_start} at the start, {load()} at the end)\n{note}")
+            print(f"--- {tool}, round {rounds + 1} ({at_start} at the start, {load()} at the end)\n{note}")
 
     print()
     header = ("tool", "wall s", "CPU s", "RSS MB", "found", "recall")
     print("{:8} {:>7} {:>7} {:>7} {:>9} {:>7}".format(*header) + "  requests; load at the start")
-    for tool, (run, found, hits, at_start, sent) in results.items():
-        recall = hits / len(expected)
-        per_server = ", ".join(f"{k} {v}" for k, v in sent.items())
+    walls, cpus = [], []
+    for pair in results:
+        for tool, (run, found, hits, at_start, sent) in pair.items():
+            recall = hits / len(expected)
+            per_server = ", ".join(f"{k} {v}" for k, v in sent.items())
+            print(
+                f"{tool:8} {run.wall:7.2f} {run.cpu:7.2f} {run.peak_rss_mb:7.0f} {found:9,} {recall:7.3f}  "
+                f"{sum(sent.values())} ({per_server}); {at_start}"
+            )
+        trawl, waymore = pair["trawl"][0], pair["waymore"][0]
+        walls.append(trawl.wall / waymore.wall)
+        cpus.append(trawl.cpu / waymore.cpu)
         print(
-            f"{tool:8} {run.wall:7.2f} {run.cpu:7.2f} {run.peak_rss_mb:7.0f} {found:9,} {recall:7.3f}  "
-            f"{sum(sent.values())} ({per_server}); {at_start}"
+            f"trawl / waymore: wall {walls[-1]:.2f}x (target <= 1.00x), CPU {cpus[-1]:.2f}x, "
+            f"peak RSS {trawl.peak_rss_mb / waymore.peak_rss_mb:.2f}x; {load()}"
         )
-    trawl, waymore = results["trawl"][0], results["waymore"][0]
-    print(
-        f"trawl / waymore: wall {trawl.wall / waymore.wall:.2f}x (target <= 1.00x), "
-        f"CPU {trawl.cpu / waymore.cpu:.2f}x, "
-        f"peak RSS {trawl.peak_rss_mb / waymore.peak_rss_mb:.2f}x; {load()}"
-    )
+    if len(results) > 1:
+        print(
+            f"median of {len(results)} rounds: wall {statistics.median(walls):.2f}x, "
+            f"CPU {statistics.median(cpus):.2f}x"
+        )
 
 
 if __name__ == "__main__":
