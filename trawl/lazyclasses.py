@@ -11,6 +11,7 @@ A plugin package can return one the same way.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator, Mapping
 from importlib import import_module
 from typing import Any
@@ -38,6 +39,13 @@ class LazyClasses(Mapping[str, Any]):
 
     def __contains__(self, name: object) -> bool:
         return name in self.paths
+
+    def imported(self, name: str) -> bool:
+        """Whether ``name``'s class was looked up already (or its module imported by someone else)."""
+        if name in self._classes:
+            return True
+        module = self.paths[name].partition(":")[0]
+        return module in sys.modules
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.paths)

@@ -111,6 +111,10 @@ class Command(ScrapyCrawlCommand):
             # Before any crawler exists: the pipeline and the loader use this same manager.
             plugins = self._plugins()
             sources = [n for n in self.crawler_process.spider_loader.list() if n != ALL]
+            # The named source first: the settings checked and defaulted are its own, its store's and
+            # the plugins' (not every registered source's: 0.2-0.4 s of imports at every start).
+            for name in sources if args[0] == ALL else [n for n in args if n in sources]:
+                self.crawler_process.spider_loader.load(name)
             validate_settings(self.settings, sources=sources)
             # The components' own defaults, under anything set: every crawler copies them.
             apply_declared_defaults(self.settings)

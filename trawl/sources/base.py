@@ -46,7 +46,7 @@ from trawl.sources.keys import KeyRing, read_keys
 from trawl.sources.limits import apply_source_limits, check_source_limits
 from trawl.sources.outcomes import Outcomes
 from trawl.sources.target import Target, parse_target
-from trawl.validation import declared_settings, validate_settings
+from trawl.validation import run_settings, validate_settings
 
 
 class Source(Outcomes, scrapy.Spider):
@@ -156,7 +156,7 @@ class Source(Outcomes, scrapy.Spider):
         super().update_settings(settings)
         apply_defaults(settings, cls.declared_settings())
         try:
-            apply_defaults(settings, declared_settings(settings))
+            apply_defaults(settings, run_settings(settings))
         except TrawlError:
             pass  # a bad TRAWL_PLUGINS: from_crawler's validate_settings says so in one line
         apply_source_limits(cls, settings)
