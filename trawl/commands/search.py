@@ -86,6 +86,8 @@ class Command(StoreReadingCommand):
 
     def answer(self, args: list[str], opts: argparse.Namespace) -> None:
         assert self.settings is not None
+        # The plugins first: a plugin's record kind declares its search fields when imported.
+        plugins = plugin_manager_from_settings(self.settings)
         node = parse(" ".join(args))
         if opts.facet and opts.facet.lower() not in FACETS:
             raise TrawlUsageError(f"--facet takes one of {', '.join(FACETS)}, not {opts.facet!r}")
@@ -96,7 +98,7 @@ class Command(StoreReadingCommand):
         if opts.collapse is not None:
             _check_collapse(opts)
         uri = store_uri(self.settings, opts.store, "search")
-        searcher = open_searcher(uri, self.settings, plugin_manager_from_settings(self.settings))
+        searcher = open_searcher(uri, self.settings, plugins)
         out = sys.stdout
         try:
             with searcher:

@@ -68,6 +68,17 @@ class Batch:
     #: Kinds (``kind`` names) whose staged records replace the live ones in the transaction that
     #: writes a batch of this kind: the end of a snapshot load.
     SWITCHES: ClassVar[tuple[str, ...]] = ()
+    #: Search field name -> :class:`trawl.search.fields.Field` (``column=`` where the column has
+    #: another name; ``join=`` the column holding the URL, ``url`` by default): ``trawl search``
+    #: names them beside the URL's fields, the SQLite store joins them, others refuse them.
+    SEARCH_FIELDS: ClassVar[dict[str, Any]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.SEARCH_FIELDS:
+            from trawl.search.fields import declare_kind_fields
+
+            declare_kind_fields(cls.kind, cls.SEARCH_FIELDS)
 
     def __init__(self, source: str, frame: pl.DataFrame, page: str = "", page_rows: int = 0) -> None:
         self.source = source

@@ -23,9 +23,9 @@ Rules, the same on SQLite and Elasticsearch:
 * Dates are capture timestamps: ``YYYY[MM[DD[hh[mm[ss]]]]]``, with or without
   ``-``/``:``/``T``; a partial date is the whole period (``first_seen:2021`` is
   all of 2021, ``[2020 TO 2022]`` ends on 2022-12-31 23:59:59).
-* ``live:true``, ``status_live:200``, ``title:*admin*`` and ``verdict:soft-404`` are the
-  fields of ``trawl crawl probe``'s records: a URL never probed has none of them
-  (stores that keep probe records join them; others refuse them in one line).
+* A record kind may declare fields of its own (``SEARCH_FIELDS`` on its batch type,
+  :func:`kind_fields`): a URL without a record of that kind has none of them (stores
+  that keep the kind join them; others refuse them in one line).
 * ``AND`` binds tighter than ``OR``; ``AND``, ``OR``, ``NOT``, ``TO`` are
   upper-case (``&&``, ``||``, ``!`` and a leading ``-`` work too).
 
@@ -43,17 +43,25 @@ The translations live with their stores: :mod:`trawl.stores.sqlite.query`
 
 from __future__ import annotations
 
-from trawl.search.fields import ALIASES, FACETS, FIELDS, PROBE_FIELDS, Field
+from trawl.search.fields import (
+    ALIASES,
+    FACETS,
+    FIELDS,
+    Field,
+    declare_kind_fields,
+    kind_fields,
+    searched_kinds,
+)
 from trawl.search.parser import (
     QueryError,
     date_bounds,
     field_named,
+    kind_fields_in,
     leaf,
     parse,
     pattern_regex,
-    probe_fields_in,
     range_node,
-    refuse_probe_fields,
+    refuse_kind_fields,
     wildcard_pattern,
 )
 from trawl.search.tree import And, Exists, MatchAll, Node, Not, Or, Pattern, Range, Term
@@ -62,7 +70,6 @@ __all__ = [
     "ALIASES",
     "FACETS",
     "FIELDS",
-    "PROBE_FIELDS",
     "And",
     "Exists",
     "Field",
@@ -75,12 +82,15 @@ __all__ = [
     "Range",
     "Term",
     "date_bounds",
+    "declare_kind_fields",
     "field_named",
+    "kind_fields",
+    "kind_fields_in",
     "leaf",
     "parse",
     "pattern_regex",
-    "probe_fields_in",
     "range_node",
-    "refuse_probe_fields",
+    "refuse_kind_fields",
+    "searched_kinds",
     "wildcard_pattern",
 ]

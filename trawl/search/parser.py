@@ -10,7 +10,7 @@ import calendar
 import re
 
 from trawl.errors import TrawlUsageError
-from trawl.search.fields import ALIASES, FIELDS, PROBE_FIELDS, Field
+from trawl.search.fields import ALIASES, FIELDS, Field, kind_fields
 from trawl.search.limits import MAX_DEPTH, MAX_TERMS, MAX_VALUE_LENGTH, MAX_WILDCARDS, depth
 from trawl.search.tree import And, Exists, MatchAll, Node, Not, Or, Pattern, Range, Term
 
@@ -22,30 +22,32 @@ class QueryError(TrawlUsageError):
 def field_named(name: str) -> Field:
     """The field ``name`` (or an alias) names; :class:`QueryError` for an unknown one."""
     key = ALIASES.get(name.lower(), name.lower())
-    if key in PROBE_FIELDS:
-        return PROBE_FIELDS[key]
-    if key not in FIELDS:
-        raise QueryError(f"bad query: unknown field {name!r} (known: {', '.join([*FIELDS, *PROBE_FIELDS])})")
-    return FIELDS[key]
+    if key in FIELDS:
+        return FIELDS[key]
+    declared = kind_fields()
+    if key not in declared:
+        raise QueryError(f"bad query: unknown field {name!r} (known: {', '.join([*FIELDS, *declared])})")
+    return declared[key]
 
 
-def probe_fields_in(node: Node) -> list[str]:
-    """The ``probe`` record fields a query names (a store that cannot join them refuses the query)."""
+def kind_fields_in(node: Node) -> list[Field]:
+    """The fields of other record kinds a query names (a store that cannot join them refuses the query)."""
     if isinstance(node, Not):
-        return probe_fields_in(node.node)
+        return kind_fields_in(node.node)
     if isinstance(node, (And, Or)):
-        return [name for child in node.nodes for name in probe_fields_in(child)]
+        return [field for child in node.nodes for field in kind_fields_in(child)]
     field = getattr(node, "field", None)
-    return [field.name] if field is not None and field.name in PROBE_FIELDS else []
+    return [field] if field is not None and field.record else []
 
 
-def refuse_probe_fields(node: Node, store: str) -> None:
-    """One :class:`QueryError` line if ``node`` names probe fields, for a store that does not join them."""
-    names = probe_fields_in(node)
-    if names:
+def refuse_kind_fields(node: Node, store: str) -> None:
+    """One :class:`QueryError` line if ``node`` names other kinds' fields (a store that cannot join them)."""
+    fields = kind_fields_in(node)
+    if fields:
+        name, kind = fields[0].name, fields[0].record
         raise QueryError(
-            f"bad query: {names[0]}: is a field of trawl crawl probe's records, which {store} does not"
-            " search (use a SQLite store)"
+            f"bad query: {name}: is a field of the {kind} records, which {store} does not search"
+            " (use a SQLite store)"
         )
 
 

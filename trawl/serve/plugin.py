@@ -5,8 +5,8 @@ and datasette started by anything else never loads it. Its settings come from
 the metadata's ``plugins.trawl`` block (:func:`config`), which :mod:`.app` writes.
 
 * every connection to the store gets the SQL functions of trawl's query translation
-  (``trawl_url()``...), an empty probe table where the store has none, and the
-  full-text side file attached read-only;
+  (``trawl_url()``...), an empty stand-in table for each searchable record kind the
+  store has none of, and the full-text side file attached read-only;
 * ``/trawl/search``: the query box, the words box, facets, a page of URLs (or of their
   patterns, ``collapse=params|ids|all`` as ``trawl search --collapse``), the downloads;
 * ``/trawl/charts``: the charts of the same query;
@@ -28,7 +28,7 @@ from trawl.serve import charts, exports, finder
 from trawl.serve.fts import attach
 from trawl.serve.store import read_only
 from trawl.serve.summary import Summary
-from trawl.stores.sqlite.query import ensure_probe_table, register_sql_functions
+from trawl.stores.sqlite.query import ensure_kind_tables, register_sql_functions
 
 NAME = "trawl"
 
@@ -40,7 +40,7 @@ def config(datasette: Any) -> dict[str, Any]:
 def prepare(con: sqlite3.Connection, fts: str | None) -> None:
     """What trawl's SQL needs on a connection to the store."""
     register_sql_functions(con)
-    ensure_probe_table(con)
+    ensure_kind_tables(con)
     attach(con, Path(fts) if fts else None)
 
 

@@ -3,8 +3,8 @@
 Keyed by the URL (one record per URL, the last probe wins: ``NEWER`` is
 ``probed_at``, so a stale result loaded after a fresh one does not take the
 record back in time). Every store that keeps declared kinds keeps it
-(:mod:`trawl.records.kinds`); the SQLite store's ``probe_records`` table is what
-``live:``, ``status_live:`` and ``title:`` search (:mod:`trawl.stores.sqlite.query`).
+(:mod:`trawl.records.kinds`); its ``SEARCH_FIELDS`` (:mod:`.fields`) are what ``live:``,
+``status_live:``, ``title:`` and ``verdict:`` search.
 
 ``verdict`` is the one word a user filters on: ``live`` (an answer that is not
 the host's error page), ``soft-404`` (a 2xx/3xx answer that looks like the
@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 
 from trawl.records.batches import Batch
+from trawl.sources.probe.fields import SEARCH_FIELDS
 
 #: Columns, in the order exports write them.
 PROBE_SCHEMA: dict[str, Any] = {
@@ -60,6 +61,7 @@ class ProbeBatch(Batch):
     SCHEMA = PROBE_SCHEMA
     KEY = ("url",)
     NEWER = "probed_at"
+    SEARCH_FIELDS = SEARCH_FIELDS
 
     @classmethod
     def from_rows(cls, source: str, rows: list[dict[str, Any]]) -> ProbeBatch:

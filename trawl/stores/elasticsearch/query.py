@@ -21,7 +21,7 @@ from trawl.search import (
     Pattern,
     Range,
     Term,
-    refuse_probe_fields,
+    refuse_kind_fields,
 )
 
 #: Search field -> URL document field. ``domain`` is a ``url.domain`` question too.
@@ -55,10 +55,10 @@ def es_field(field: Field) -> str:
 def to_es(node: Node) -> dict[str, Any]:
     """The Elasticsearch query DSL for a syntax tree (filter context, no scoring).
 
-    The fields of probe records (``live:``...) are refused in one line: this store does
-    not keep that kind (its batches pass it by).
+    The fields other record kinds declare (``SEARCH_FIELDS``) are refused in one line:
+    this store does not join them.
     """
-    refuse_probe_fields(node, "the Elasticsearch store")
+    refuse_kind_fields(node, "the Elasticsearch store")
     if isinstance(node, MatchAll):
         return {"match_all": {}}
     if isinstance(node, And):

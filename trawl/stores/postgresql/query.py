@@ -29,7 +29,7 @@ from trawl.search import (
     Pattern,
     Range,
     Term,
-    refuse_probe_fields,
+    refuse_kind_fields,
 )
 from trawl.stores.sqllike import like_pattern
 
@@ -82,7 +82,7 @@ def uses_derived(node: Node) -> bool:
 
 def to_sql(node: Node) -> SqlQuery:
     """A ``WHERE`` clause over ``urls u`` (``LEFT JOIN url_parts p`` when ``derived``)."""
-    refuse_probe_fields(node, "the PostgreSQL store")
+    refuse_kind_fields(node, "the PostgreSQL store")
     params: list[Any] = []
     where = _sql(node, params)
     return SqlQuery(where, params, uses_derived(node))

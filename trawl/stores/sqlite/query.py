@@ -26,6 +26,7 @@ from trawl.search import (
     Range,
     Term,
     pattern_regex,
+    searched_kinds,
     wildcard_pattern,
 )
 from trawl.stores.sqllike import like_pattern
@@ -51,39 +52,33 @@ SQL_FIELDS: dict[str, str] = {
     "last_seen": "last_seen",
     "captures": "captures",
 }
-#: Search fields of the ``probe`` record kind -> its ``probe_records`` column, looked up by URL.
-PROBE_SQL_FIELDS: dict[str, str] = {
-    name: f"(SELECT p.{column} FROM probe_records p WHERE p.url = urls.url)"
-    for name, column in (
-        ("live", "live"),
-        ("status_live", "status"),
-        ("title", "title"),
-        ("verdict", "verdict"),
-    )
-}
-#: The probe table's columns a search reads, for a store that has none yet (a temporary, empty one).
-_PROBE_STAND_IN = (
-    "CREATE TEMP TABLE probe_records"
-    " (url TEXT PRIMARY KEY, live INTEGER, status INTEGER, title TEXT, verdict TEXT)"
-)
 #: Fields derived from the URL in Python, row by row (:func:`_prefilter` keeps that to rows that can match).
 DERIVED = frozenset(name for name, expr in SQL_FIELDS.items() if expr.startswith("trawl_url("))
 
 
 def sql_expr(field: Field) -> str:
-    """The SQL expression of ``field`` (a column, a ``trawl_url()`` call, a probe record's column)."""
-    return SQL_FIELDS.get(field.name) or PROBE_SQL_FIELDS[field.name]
+    """The SQL expression of ``field``: a column, a ``trawl_url()`` call, or the column of another
+    record kind's record about the URL (``<kind>_records``, joined by the kind's declared URL column)."""
+    if not field.record:
+        return SQL_FIELDS[field.name]
+    return f"(SELECT k.{field.column} FROM {field.record}_records k WHERE k.{field.join} = urls.url)"
 
 
-def ensure_probe_table(con: Any) -> None:
-    """Give a connection to a store that never kept probe records an empty stand-in table (TEMP: the
-    connection's own, the file is not written), so that probe fields match nothing instead of failing."""
-    known = con.execute(
-        "SELECT 1 FROM sqlite_master WHERE name = 'probe_records' UNION ALL"
-        " SELECT 1 FROM sqlite_temp_master WHERE name = 'probe_records'"
-    ).fetchone()
-    if known is None:
-        con.execute(_PROBE_STAND_IN)
+def ensure_kind_tables(con: Any) -> None:
+    """Give a connection to a store that never kept a searchable kind's records an empty stand-in
+    table (TEMP: the connection's own, the file is not written), so that the kind's fields match
+    nothing instead of failing; made from the kind's declared ``SEARCH_FIELDS``."""
+    for kind, fields in searched_kinds().items():
+        table = f"{kind}_records"
+        known = con.execute(
+            "SELECT 1 FROM sqlite_master WHERE name = ?"
+            " UNION ALL SELECT 1 FROM sqlite_temp_master WHERE name = ?",
+            (table, table),
+        ).fetchone()
+        if known is None:
+            join = next(iter(fields.values())).join
+            columns = dict.fromkeys([join, *(field.column for field in fields.values())])
+            con.execute(f"CREATE TEMP TABLE {table} ({', '.join(columns)})")
 
 
 @dataclass

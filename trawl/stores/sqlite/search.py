@@ -21,7 +21,7 @@ from typing import Any
 from trawl.errors import StoreError
 from trawl.records.record import UrlRecord
 from trawl.search import Node, field_named
-from trawl.stores.sqlite.query import ensure_probe_table, register_sql_functions, sql_expr, to_sql
+from trawl.stores.sqlite.query import ensure_kind_tables, register_sql_functions, sql_expr, to_sql
 
 #: Indexes a search may create, by column.
 SEARCH_INDEXES = {
@@ -45,7 +45,7 @@ class SqliteSearcher:
         except sqlite3.Error as exc:
             raise StoreError(f"cannot read the SQLite store {path!r}: {exc}") from None
         register_sql_functions(self.con)
-        ensure_probe_table(self.con)
+        ensure_kind_tables(self.con)
         self.create_indexes = create_indexes
 
     def __enter__(self) -> SqliteSearcher:
