@@ -14,11 +14,14 @@ import importlib
 import os
 import sqlite3
 import sys
+import urllib.request
 from pathlib import Path
+from urllib.parse import urlencode
 
 import pytest
 
 from tests.conftest import CrawlResult, assert_no_traceback, run_scrapy
+from tests.helpers.browser import served
 from tests.helpers.probe import seed
 from trawl.errors import TrawlUsageError
 from trawl.records.batches import Batch
@@ -128,3 +131,12 @@ def test_a_bad_search_field_declaration_is_one_line(fields: dict[str, Field], sa
         type("OtherBatch", (Batch,), {"__slots__": (), "kind": "other", "SEARCH_FIELDS": fields})
     assert says in str(refused.value)
     assert "\n" not in str(refused.value)
+
+
+def test_trawl_serve_searches_a_plugin_kinds_fields(stores: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The search page's export is the same query on the same store (the plugin imported before it serves)."""
+    monkeypatch.setenv("PYTHONPATH", plugin_env()["PYTHONPATH"])
+    with served(stores, "--store", f"sqlite:///{stores / 'notes.db'}", *PLUGIN) as running:
+        url = running.url + "trawl/export.txt?" + urlencode({"q": "label:admin OR note_score:>50"})
+        with urllib.request.urlopen(url, timeout=30) as response:
+            assert response.read().decode().split() == ["https://b.example/x", "https://example.com/admin"]

@@ -51,8 +51,10 @@ class Command(StoreReadingCommand):
             )
         if not 0 <= opts.port <= 65535:
             raise TrawlUsageError(f"--port takes 0 to 65535, not {opts.port}")
+        from trawl.pipeline.manager import plugin_manager_from_settings
         from trawl.serve import app, fts, store
 
+        plugin_manager_from_settings(self.settings)  # a plugin's record kind declares its search fields
         file = store.store_file(store_uri(self.settings, opts.store, task="serve"))
         sock = app.bind(opts.host, opts.port)
         if not _loopback(opts.host):
