@@ -228,8 +228,10 @@ def run(site: H2Site | NginxSite, args: list[str], workdir: Path) -> dict[str, f
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     done = subprocess.run(
-        [TRAWL, "crawl", *args, *FAST, "-s", "LOG_LEVEL=INFO"], cwd=workdir, capture_output=True, text=True
-    )
+        # The run's own store in its folder: never the user's default store.
+        [TRAWL, "crawl", *args, *FAST, "-s", "LOG_LEVEL=INFO", "-s", "STORE_URI=sqlite:///trawl.db"],
+        cwd=workdir, capture_output=True, text=True,
+    )  # fmt: skip
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:

@@ -26,12 +26,12 @@ import signal
 import sys
 import time
 
+from trawl.stores.sqlite.schema import CHECKPOINT_PAGES
+
 #: The temporary table a batch that meets staged keys is merged from.
 INCOMING = "trawl_ingest"
 #: The store's connection waits 60 s for the write lock; so does this one.
 BUSY_MS = 60_000
-#: WAL pages between checkpoints (64 MiB at 4 KiB pages), as the store's connection during a load.
-CHECKPOINT_PAGES = 16384
 
 
 def _execute(connection: object, sql: str) -> None:

@@ -23,6 +23,7 @@ import sqlite3
 from trawl.common.processes import is_running
 from trawl.errors import StoreError
 from trawl.records.batches import Batch
+from trawl.stores.sqlite.schema import CHECKPOINT_PAGES
 
 #: The schema name a batch's file is attached under, and its one table.
 SCHEMA = "trawl_stage"
@@ -71,18 +72,11 @@ def stage_file(batch: Batch) -> str | None:
     return getattr(batch, "stage_file", None) if isinstance(batch, Prestaged) else None
 
 
-#: WAL pages between checkpoints while a dump loads (64 MiB at 4 KiB pages; SQLite's default is
-#: 1000): a 50,000-row batch dirties about 1,000 pages, so every commit checkpointed (two fsyncs,
-#: and the right-hand pages of the growing tables copied again each time). Measured, 2 million rows
-#: in 50,000-row batches: the merges' wall 5.1-5.4 s against 6.4-8.3 s, CPU 8% less.
-LOAD_CHECKPOINT_PAGES = 16384
-
-
 def attach(con: sqlite3.Connection, path: str) -> str | None:
     """On the writer, outside a transaction: ``path`` attached; the table to merge from (None: the
     batch's rows are in the table already, :data:`INGESTED`)."""
     # The process is a dump load's (the crates source runs in no crawl all): its connection's own.
-    con.execute(f"PRAGMA wal_autocheckpoint={LOAD_CHECKPOINT_PAGES}")
+    con.execute(f"PRAGMA wal_autocheckpoint={CHECKPOINT_PAGES}")
     if path == INGESTED:
         return None
     if not os.path.isfile(path):

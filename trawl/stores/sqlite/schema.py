@@ -22,6 +22,14 @@ import sqlite3
 
 from trawl.errors import StoreError
 
+#: WAL pages between checkpoints while a crates dump loads, on the store's connection and the ingest
+#: process's (64 MiB at 4 KiB pages; SQLite's default is 1000). A 50,000-row batch dirties about
+#: 1,000 pages, so at the default every commit checkpointed: two fsyncs, and the right-hand pages of
+#: the growing tables copied again each time. Measured, 2 million rows in 50,000-row batches: the
+#: merges' wall 5.1-5.4 s against 6.4-8.3 s, CPU 8% less. A URL crawl keeps the default: 1,000,000
+#: wayback captures in 50,000-row batches took 9.6-10.3 s of CPU either way (load 1.3).
+CHECKPOINT_PAGES = 16384
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS urls (
     url           TEXT PRIMARY KEY,
