@@ -14,7 +14,9 @@ import json
 import sqlite3
 from pathlib import Path
 
-from tests.conftest import CrawlResult, assert_no_traceback, crawl_args, run_scrapy
+from tests.conftest import CrawlResult, run_scrapy
+from tests.helpers.responses_archive import crawl_responses as responses_run
+from tests.helpers.responses_archive import store_urls
 from tests.servers.ia_replay import FakeReplayServer, content_digest
 
 APP = "https://example.com/app.js"
@@ -37,19 +39,9 @@ def archive() -> FakeReplayServer:
     return server
 
 
-def store_urls(workdir: Path, server: FakeReplayServer) -> None:
-    result = run_scrapy(
-        workdir,
-        *crawl_args("wayback", "example.com", {"WAYBACK_BASE_URL": server.base_url}, "-a", "filters=false"),
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-
-
 def crawl_responses(workdir: Path, server: FakeReplayServer, *extra: str, **settings: object) -> CrawlResult:
-    given = {"WAYBACK_BASE_URL": server.base_url, "FILES_STORE": str(workdir / "files"), **settings}
-    result = run_scrapy(workdir, *crawl_args("responses", "example.com", given, "-a", "captures=all", *extra))
-    assert_no_traceback(result)
-    return result
+    """Every capture of each stored URL (the mining tests follow a file across its versions)."""
+    return responses_run(workdir, server, "-a", "captures=all", *extra, **settings)
 
 
 def query(workdir: Path, sql: str) -> list[tuple]:

@@ -192,17 +192,14 @@ def _run_command(command: ScrapyCommand | ReadCommand, args: list[str], opts: ar
     profile.dump_stats(opts.profile)
 
 
-def _execute_one(argv: list[str], at: int, settings: Settings, command: ScrapyCommand) -> None:
-    """What :func:`scrapy.cmdline.execute` does once it has found the command, step for step.
-
-    Its crawler machinery (0.3 s of imports) is imported only by a command that runs a crawler.
-    """
-    from scrapy.commands import ScrapyHelpFormatter
-
+def _parse_options(
+    argv: list[str], at: int, settings: Any, command: Any, formatter: type[argparse.HelpFormatter]
+) -> tuple[argparse.ArgumentParser, argparse.Namespace, list[str]]:
+    """The command's parser, its options parsed and processed, as Scrapy's command line does."""
     name = argv[at]
     args = [arg for i, arg in enumerate(argv) if i != at]
     parser = _TrawlArgumentParser(
-        formatter_class=ScrapyHelpFormatter,
+        formatter_class=formatter,
         usage=f"scrapy {name} {command.syntax()}",
         conflict_handler="resolve",
         description=command.long_desc(),
@@ -212,6 +209,17 @@ def _execute_one(argv: list[str], at: int, settings: Settings, command: ScrapyCo
     command.add_options(parser)
     opts, rest = parser.parse_known_args(args=args[1:])
     _run_print_help(parser, command.process_options, rest, opts)
+    return parser, opts, rest
+
+
+def _execute_one(argv: list[str], at: int, settings: Settings, command: ScrapyCommand) -> None:
+    """What :func:`scrapy.cmdline.execute` does once it has found the command, step for step.
+
+    Its crawler machinery (0.3 s of imports) is imported only by a command that runs a crawler.
+    """
+    from scrapy.commands import ScrapyHelpFormatter
+
+    parser, opts, rest = _parse_options(argv, at, settings, command, ScrapyHelpFormatter)
     if command.requires_crawler_process:
         from scrapy.crawler import AsyncCrawlerProcess, CrawlerProcess
         from scrapy.utils.reactor import _asyncio_reactor_path
@@ -264,19 +272,7 @@ def _execute_read(argv: list[str], at: int, settings: ReadSettings, command: Rea
     """:func:`_execute_one` for a read command, importing no Scrapy: trawl's copy of its help formatter."""
     from trawl.readcommand import HelpFormatter
 
-    name = argv[at]
-    args = [arg for i, arg in enumerate(argv) if i != at]
-    parser = _TrawlArgumentParser(
-        formatter_class=HelpFormatter,
-        usage=f"scrapy {name} {command.syntax()}",
-        conflict_handler="resolve",
-        description=command.long_desc(),
-    )
-    settings.setdict(command.default_settings, priority="command")
-    command.settings = settings
-    command.add_options(parser)
-    opts, rest = parser.parse_known_args(args=args[1:])
-    _run_print_help(parser, command.process_options, rest, opts)
+    parser, opts, rest = _parse_options(argv, at, settings, command, HelpFormatter)
     _run_print_help(parser, _run_command, command, rest, opts)
     sys.exit(command.exitcode)
 
