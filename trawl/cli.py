@@ -126,22 +126,26 @@ def _command_in_module(module_name: str, inproject: bool) -> ScrapyCommand | Non
     """The command class a plain module defines, as Scrapy's walk would find it; ``None`` for a package."""
     if module_name.rpartition(".")[2].startswith("__"):  # ``__init__``, ``__main__``: never a command
         return None
-    spec = importlib.util.find_spec(module_name)
-    if spec is None or spec.submodule_search_locations is not None:
-        return None
     from scrapy.commands import BaseRunSpiderCommand, ScrapyCommand
 
+    found = _classes_defined_in(module_name, ScrapyCommand)
+    found = [c for c in found if c not in (ScrapyCommand, BaseRunSpiderCommand)]
+    found = [c for c in found if inproject or not c.requires_project]
+    return found[-1]() if found else None
+
+
+def _classes_defined_in(module_name: str, base: type) -> list[type]:
+    """The subclasses of ``base`` a plain module (not a package) defines itself, in order; none if
+    there is no such module."""
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or spec.submodule_search_locations is not None:
+        return []
     module = importlib.import_module(module_name)
-    found = [
+    return [
         obj
         for obj in vars(module).values()
-        if inspect.isclass(obj)
-        and issubclass(obj, ScrapyCommand)
-        and obj.__module__ == module.__name__
-        and obj not in (ScrapyCommand, BaseRunSpiderCommand)
-        and (inproject or not obj.requires_project)
+        if inspect.isclass(obj) and issubclass(obj, base) and obj.__module__ == module.__name__
     ]
-    return found[-1]() if found else None
 
 
 def _command_named(settings: BaseSettings, name: str, inproject: bool) -> ScrapyCommand | None:
@@ -254,17 +258,9 @@ def _read_command(modules: str, name: str) -> ReadCommand | None:
     module_name = f"{modules}.{name}"
     if not modules or not name.isidentifier() or name.startswith("__"):
         return None
-    spec = importlib.util.find_spec(module_name)
-    if spec is None or spec.submodule_search_locations is not None:
-        return None
-    module = importlib.import_module(module_name)
     from trawl.readcommand import ReadCommand
 
-    found = [
-        obj
-        for obj in vars(module).values()
-        if inspect.isclass(obj) and issubclass(obj, ReadCommand) and obj.__module__ == module.__name__
-    ]
+    found = _classes_defined_in(module_name, ReadCommand)
     return found[-1]() if found else None
 
 
