@@ -261,7 +261,7 @@ def crawl(
     command = [*shlex.split(wrap), sys.executable] if wrap else [sys.executable]
     if profile:
         command += ["-m", "cProfile", "-o", str(Path(profile).resolve())]
-    command += ["-m", "scrapy", "crawl", "all", "-a", f"domain={DOMAIN}"]
+    command += ["-m", "trawl.cli", "crawl", "all", "-a", f"domain={DOMAIN}"]  # as `trawl crawl` runs it
     command += ["-a", "sources=" + ",".join(SOURCES), "-a", "filters=false", "-a", "cc_indexes=0"]
     for name, value in settings.items():
         command += ["-s", f"{name}={value}"]

@@ -182,7 +182,7 @@ def main() -> None:
             sys.executable,
             *profile,
             "-m",
-            "scrapy",
+            "trawl.cli",  # what `trawl crawl` runs: only the crawl command's module is imported
             "crawl",
             "wayback",
             "-a",

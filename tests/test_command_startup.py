@@ -21,17 +21,10 @@ import pytest
 from scrapy import Spider
 from scrapy.utils.misc import walk_modules_iter
 
+from tests.helpers.imported import RUN_AND_LIST_MODULES
 from tests.helpers.probe import seed
 from trawl.readsettings import SETTINGS_PRIORITIES, project_settings
 from trawl.sources.builtin import BUILTIN_RECORD_SOURCE_PATHS, BUILTIN_URL_SOURCES, SOURCES
-
-#: Run as ``python -c``: the command line, then every imported module's name in $MODULES_OUT.
-RUN_AND_LIST_MODULES = """
-import atexit, os, sys
-atexit.register(lambda: open(os.environ["MODULES_OUT"], "w").write("\\n".join(sorted(sys.modules))))
-from trawl.cli import main
-main(sys.argv[1:])
-"""
 
 #: No read command needs these: the crawl machinery, other stores' clients, the sources.
 NEVER = (

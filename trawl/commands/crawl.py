@@ -29,6 +29,7 @@ from trawl.common.exiting import end_without_teardown
 from trawl.common.files import FILES_SETTINGS, apply_umask
 from trawl.common.logs import install_log_handler, write_usage_error
 from trawl.common.outcome import COMPLETE, FAILED
+from trawl.common.remotecontrol import defer_remote_control
 from trawl.common.startup import install_startup_handlers
 from trawl.errors import EXIT_USAGE, TrawlError, TrawlUsageError, exit_status
 from trawl.exports.from_store import export_from_store
@@ -118,6 +119,7 @@ class Command(ScrapyCrawlCommand):
             validate_settings(self.settings, sources=sources)
             # The components' own defaults, under anything set: every crawler copies them.
             apply_declared_defaults(self.settings)
+            defer_remote_control(self.settings)  # every crawler merges these extensions again
         except TrawlError as exc:
             self._fail(str(exc), exit_status(exc))
             return

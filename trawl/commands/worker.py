@@ -13,6 +13,7 @@ from scrapy.commands import ScrapyCommand
 
 from trawl.common.files import FILES_SETTINGS, apply_umask
 from trawl.common.logs import install_log_handler, write_usage_error
+from trawl.common.remotecontrol import defer_remote_control
 from trawl.distributed.commandline import fail, given_settings, open_queue
 from trawl.distributed.connection import SETTING
 from trawl.distributed.storecheck import claim_store, release_store
@@ -78,6 +79,7 @@ class Command(ScrapyCommand):
                 raise TrawlError(str(error))
             validate_settings(self.settings, sources=[n for n in loader.list() if n != "all"])
             apply_declared_defaults(self.settings)  # every task's settings start from these
+            defer_remote_control(self.settings)
             queue = open_queue(self.settings)
             serving = start_metrics(self.settings)  # one endpoint for the worker: a port in use is one line
         except TrawlError as exc:

@@ -26,6 +26,7 @@ import scrapy
 
 from trawl.common import statkeys
 from trawl.common.counts import counted
+from trawl.common.remotecontrol import defer_remote_control
 from trawl.common.stopping import interruptible
 from trawl.common.tally import Tally
 from trawl.errors import TrawlError, TrawlUsageError
@@ -154,6 +155,7 @@ class Source(Outcomes, scrapy.Spider):
         over the per-source defaults, unless the per-source setting was given too.
         """
         super().update_settings(settings)
+        defer_remote_control(settings)
         apply_defaults(settings, cls.declared_settings())
         try:
             apply_defaults(settings, run_settings(settings))
