@@ -17,9 +17,7 @@ from trawl.common.remotecontrol import defer_remote_control
 from trawl.distributed.commandline import fail, given_settings, open_queue
 from trawl.distributed.connection import SETTING
 from trawl.distributed.storecheck import claim_store, release_store
-from trawl.distributed.worker import Worker, separate_client, watch_depths
 from trawl.errors import EXIT_USAGE, TrawlError
-from trawl.metrics.server import start_metrics
 from trawl.validation import LOGGING_SETTINGS, apply_declared_defaults, validate_settings
 
 
@@ -72,6 +70,11 @@ class Command(ScrapyCommand):
             self.exitcode = fail(self.settings, f"--tasks must be at least 1, got {opts.tasks}")
             return
         assert self.crawler_process is not None
+        # Here, not at the top: Scrapy's command line (scrapyd, python -m scrapy) imports every
+        # command module to list them, and these bring psycopg and redis (0.25 s of CPU a crawl).
+        from trawl.distributed.worker import Worker, separate_client, watch_depths
+        from trawl.metrics.server import start_metrics
+
         try:
             loader = self.crawler_process.spider_loader
             error = getattr(loader, "plugin_error", None)
