@@ -487,3 +487,15 @@ def test_fast_path_takes_plain_archive_urls() -> None:
     for url in plain:
         match = canonical._FAST(url)
         assert match is not None and match.end() == len(url) and canonical._fast_form(match), url
+
+
+def test_series_gives_the_same_rows_whether_they_repeat_or_not() -> None:
+    """canonicalize_series reads mostly distinct rows one by one, and mostly repeated ones
+    through their distinct values and a join: row for row, both give canonicalize_with_host's."""
+    raws = [raw for raw in dict.fromkeys(_fast_path_corpus()) if not _SURROGATES.search(raw)]
+    distinct = [*raws, None]
+    for rows in (distinct, distinct * 4):  # the first read row by row, the second through the join
+        frame = canonicalize_series(pl.Series(rows, dtype=pl.Utf8))
+        expected = [canonicalize_with_host(raw) or (None, None) if raw else (None, None) for raw in rows]
+        assert list(zip(frame["url"].to_list(), frame["host"].to_list(), strict=True)) == expected
+    assert fast_path(pl.Series(raws, dtype=pl.Utf8)).sum() > 2_000  # the fast path is not left untried

@@ -39,7 +39,7 @@ def _url_mask(urls: pl.Series, config: FilterConfig) -> pl.Series:
     import polars as pl
 
     text = urls.fill_null("")
-    keep = pl.Series([True] * len(text))
+    keep = pl.repeat(True, len(text), eager=True)
     if config.filter_url:
         keep &= ~text.str.contains_any(list(config.filter_url), ascii_case_insensitive=True)
     if config.keywords_only and config.filter_keywords:
@@ -52,7 +52,7 @@ def _date_mask(stamps: pl.Series, config: FilterConfig) -> pl.Series:
     import polars as pl
 
     text = stamps.fill_null("")
-    keep = pl.Series([True] * len(text))
+    keep = pl.repeat(True, len(text), eager=True)
     if config.from_date:
         keep &= text.str.slice(0, len(config.from_date)) >= config.from_date
     if config.to_date:
@@ -68,7 +68,7 @@ def trawl_filter_batch(batch: Batch, context: RunContext) -> pl.Series | None:
     import polars as pl
 
     frame = batch.frame
-    keep = pl.Series([True] * frame.height)
+    keep = pl.repeat(True, frame.height, eager=True)
     checks: list[tuple[str, Callable[[], pl.Series]]] = []
     if config.enabled:
         checks.append(("status", lambda: _by_value(frame.get_column("status"), config.code_allowed)))
