@@ -49,25 +49,55 @@ def record_blocks(
     The header is the first line (``\\copy`` never quotes a column name across
     lines). Raises ``ValueError`` for a table that ends inside a quoted field
     (a cut or corrupt table), or whose header or a record is over ``max_record`` bytes.
+
+    A stream with ``read1`` (:class:`.tarstream.MemberData`) is read in the inflater's
+    pieces, and a block is joined from them once: the bytes are copied once on their way
+    from the inflater to polars (joining them into a buffer, then cutting the block out of
+    it, copied each twice).
     """
+    read = getattr(stream, "read1", stream.read)
     header = b""
-    pending = b""
-    while chunk := stream.read(block_bytes):
-        buffer = pending + chunk if pending else chunk
+    pending = b""  # the start of a record (or of the header) that has not ended yet
+    while True:
+        pieces: list[bytes] = []
+        size = 0
+        while size < block_bytes and (piece := read(block_bytes - size)):
+            pieces.append(piece)
+            size += len(piece)
+        if not pieces:
+            break
         if not header:
+            buffer = b"".join([pending, *pieces])
             end = buffer.find(b"\n") + 1
             if not end:
                 pending = _bounded(buffer, max_record)
                 continue
-            header, buffer = buffer[:end], buffer[end:]
-        end = last_record_end(buffer)
-        if end:
-            yield header, buffer[:end]
-        pending = _bounded(buffer[end:], max_record)
+            header, pieces, pending = buffer[:end], [buffer[end:]], b""
+        block, pending = _cut(pending, pieces)
+        if block:
+            yield header, block
+        pending = _bounded(pending, max_record)
     if pending.count(b'"') % 2:
         raise ValueError("the table ends inside a quoted field")
     if header and pending.strip():
         yield header, pending + b"\n"
+
+
+def _cut(pending: bytes, pieces: list[bytes]) -> tuple[bytes, bytes]:
+    """The whole records of ``pending`` and ``pieces`` as one block, and what is left after them.
+
+    Usually the last piece holds the last record end (an even number of quotes before its
+    last newline): the block is one join. Else (a quoted field across the last newline)
+    the buffer is cut by :func:`last_record_end`."""
+    tail = pieces[-1]
+    pos = tail.rfind(b"\n")
+    if pos >= 0:
+        quotes = pending.count(b'"') + sum(p.count(b'"') for p in pieces[:-1]) + tail.count(b'"', 0, pos)
+        if quotes % 2 == 0:
+            return b"".join([pending, *pieces[:-1], memoryview(tail)[: pos + 1]]), tail[pos + 1 :]
+    buffer = b"".join([pending, *pieces])
+    end = last_record_end(buffer)
+    return buffer[:end], buffer[end:]
 
 
 def _bounded(pending: bytes, max_record: int) -> bytes:

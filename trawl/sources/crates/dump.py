@@ -4,8 +4,9 @@ The ``.zip`` variant's members come from :mod:`.zipstream`; the rest is the same
 
 The tarball holds one folder named for its time (``2026-09-01-020003/``) with
 ``metadata.json`` and ``data/<table>.csv``. A gzip'd tar can only be read in
-order (crates.io#2078), so it is read once, with ``tarfile`` mode ``r|`` (inflated 1 MiB at a
-time by :class:`Gunzipped`, so that a bomb is never inflated whole):
+order (crates.io#2078), so it is read once, in order (inflated 1 MiB at a time by
+:class:`Gunzipped`, so that a bomb is never inflated whole; its headers read by ``tarfile``,
+:mod:`.tarstream`):
 each table of :data:`~.tables.TABLES` is cut into blocks of whole records
 (:mod:`.blocks`) on a thread of its own that inflates ahead (:mod:`.prefetch`),
 each block parsed by polars and converted in whole columns (:mod:`.tables`),
@@ -42,8 +43,10 @@ from trawl.politeness.decoding import UnknownEncoding
 from trawl.records.batches import Batch
 from trawl.settings_checks import Setting, whole
 from trawl.sources.crates.blocks import BLOCK_BYTES
+from trawl.sources.crates.inflate import INFLATE_ERRORS, decompressobj
 from trawl.sources.crates.prefetch import Kind, Prefetched, StopSignal
 from trawl.sources.crates.tables import TABLES, DumpError, read_block
+from trawl.sources.crates.tarstream import tar_files
 
 _FOLDER = re.compile(r"(\d{4})-(\d\d)-(\d\d)-(\d\d)(\d\d)(\d\d)")
 #: The tables without which a dump is no snapshot of the registry: it is not switched to.
@@ -208,7 +211,7 @@ class Gunzipped:
     def __init__(self, raw: BinaryIO, step: int = INFLATE_STEP) -> None:
         self._raw = raw
         self._step = step
-        self._inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)  # a gzip header and trailer
+        self._inflater = decompressobj(16 + zlib.MAX_WBITS)  # a gzip header and trailer
 
     def read(self, size: int = -1) -> bytes:
         limit = self._step if size is None or size < 0 else max(1, min(size, self._step))
@@ -224,9 +227,9 @@ class Gunzipped:
 
 
 def tar_members(stream: BinaryIO, max_bytes: int | None = None) -> Iterator[tuple[str, BinaryIO]]:
-    """``(name, readable)`` for every file of a tar.gz, in order, read once (``r|``, inflated by
-    :class:`Gunzipped`); read in 1 MiB steps (tarfile's 20 KiB default made its own buffering a
-    third of the inflate's time). At most ``max_bytes`` inflated (:class:`TooLarge`).
+    """``(name, readable)`` for every file of a tar.gz, in order, read once (inflated by
+    :class:`Gunzipped`, the members' bytes handed on as inflated: :mod:`.tarstream`). At most
+    ``max_bytes`` inflated (:class:`TooLarge`).
 
     A plain tar is read as such: an object store that labels the ``.tar.gz`` itself
     ``Content-Encoding: gzip`` has its one gzip layer taken off as an encoding (:mod:`.stream`)."""
@@ -237,10 +240,7 @@ def tar_members(stream: BinaryIO, max_bytes: int | None = None) -> Iterator[tupl
     tar: BinaryIO = Gunzipped(rest) if head == b"\x1f\x8b" else rest  # type: ignore[assignment]
     if max_bytes:
         tar = _Counted(tar, max_bytes)  # type: ignore[assignment]
-    with tarfile.open(fileobj=tar, mode="r|", bufsize=INFLATE_STEP) as archive:  # type: ignore[call-overload]
-        for member in archive:
-            if member.isfile() and (handle := archive.extractfile(member)) is not None:
-                yield member.name, handle
+    yield from tar_files(tar)  # type: ignore[misc]
 
 
 def _classify(name: str) -> Kind:
@@ -310,7 +310,7 @@ def read_dump(
         if isinstance(exc, DumpError):
             raise
         raise DumpError(f"{table}.csv: {exc}") from None
-    except (tarfile.TarError, BadZipFile, EOFError, zlib.error, OSError) as exc:
+    except (tarfile.TarError, BadZipFile, EOFError, *INFLATE_ERRORS, OSError) as exc:
         raise DumpError(f"the archive is cut short or corrupt ({exc or type(exc).__name__})") from None
     finally:
         if prefetched is not None:

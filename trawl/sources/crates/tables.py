@@ -34,17 +34,24 @@ def read_block(header: bytes, block: bytes, table: str) -> pl.DataFrame:
 
     Only the columns a record of the table's kind can use are made (a README, a
     checksum, a feature map are skipped by the parser, never made into strings);
-    a column a record needs and the table lacks is still missing (``_need``)."""
+    a column a record needs and the table lacks is still missing (``_need``). The
+    columns of numbers are parsed as numbers (3 million dependencies: 0.55 s of CPU against
+    0.78 s as text, and no cast after); a block where one does not parse is read again as
+    text, where :func:`integer` makes it NULL."""
     names = next(csv.reader([header.decode("utf-8", "replace")]), []) if header else []
     batch_type = TABLES[table][0] if table in TABLES else None
     wanted = [n for n in names if batch_type is None or n in batch_type.SCHEMA or n in _REFERENCES]
+    data = header + block
+    columns = wanted if wanted and len(wanted) < len(names) else None
+    if batch_type is not None:
+        numbers = {n: pl.Int64 for n in wanted if n in _REFERENCES or batch_type.SCHEMA.get(n) == pl.Int64}
+        try:
+            typed = {"schema_overrides": numbers, "columns": columns}
+            return pl.read_csv(io.BytesIO(data), infer_schema=False, **typed)
+        except pl.exceptions.PolarsError:
+            pass  # a number that does not parse (NULL: read as text and cast), or a malformed table
     try:
-        return pl.read_csv(
-            io.BytesIO(header + block),
-            infer_schema=False,
-            quote_char='"',
-            columns=wanted if wanted and len(wanted) < len(names) else None,
-        )
+        return pl.read_csv(io.BytesIO(data), infer_schema=False, quote_char='"', columns=columns)
     except pl.exceptions.PolarsError as exc:
         raise DumpError(f"{table}.csv: malformed CSV ({str(exc).splitlines()[0][:200]})") from None
 
@@ -88,6 +95,12 @@ def _array_elements(text: str) -> list[str]:
     return elements
 
 
+#: What an array literal is empty once its braces are stripped.
+_EMPTY_ARRAYS = ["", "{", "}", "{}"]
+#: What a JSON string must escape (a quote, a backslash, a control character), or ``\\copy`` quoted.
+_NEEDS_ESCAPE = ['"', "\\", *map(chr, range(32))]
+
+
 def json_array(name: str, frame: pl.DataFrame) -> pl.Series:
     """A ``{a,b}`` column as JSON arrays of text (``["a","b"]``), null staying null.
 
@@ -97,14 +110,17 @@ def json_array(name: str, frame: pl.DataFrame) -> pl.Series:
     rare other row is read element by element and encoded by polars.
     """
     column = frame.get_column(name)
-    plain = column.str.strip_prefix("{").str.strip_suffix("}")
+    literal = pl.col(name)
+    plain = literal.str.strip_prefix("{").str.strip_suffix("}")
+    # Empty once stripped: tested on the column itself (a test on ``plain`` computed it twice:
+    # the respelling took 0.44 s of CPU for 3 million rows, against 0.22 s).
     fast = (
-        pl.when(plain == "")
+        pl.when(literal.is_in(_EMPTY_ARRAYS))
         .then(pl.lit("[]"))
-        .otherwise(pl.lit('["') + plain.str.replace_all(",", '","', literal=True) + pl.lit('"]'))
+        .otherwise(pl.concat_str(pl.lit('["'), plain.str.replace_all(",", '","', literal=True), pl.lit('"]')))
     )
     encoded = frame.select(fast.alias(name)).get_column(name)
-    tricky = column.str.contains('["\\\\\\x00-\\x1f]').fill_null(False)
+    tricky = column.str.contains_any(_NEEDS_ESCAPE).fill_null(False)
     if tricky.any():
         hard = column.filter(tricky).to_list()
         lists = pl.Series(name, [_array_elements(text) for text in hard], dtype=pl.List(pl.String))

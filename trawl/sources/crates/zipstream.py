@@ -19,12 +19,12 @@ unread costs nothing), and the reading stops past it (:class:`.dump.TooLarge`).
 from __future__ import annotations
 
 import struct
-import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 from zipfile import BadZipFile
 
 from trawl.sources.crates.dump import too_large
+from trawl.sources.crates.inflate import decompressobj
 
 _LOCAL = b"PK\x03\x04"
 _CENTRAL = (b"PK\x01\x02", b"PK\x05\x06", b"PK\x06\x06")
@@ -79,7 +79,7 @@ class _Member:
         self.method = method
         self.left = size  # compressed bytes still to read (None: until the deflate stream ends)
         self.zip64 = zip64
-        self.inflater = zlib.decompressobj(-15) if method == 8 else None
+        self.inflater = decompressobj(-15) if method == 8 else None
         self.out = b""
         self.done = False
 
