@@ -30,13 +30,10 @@ def trawl_filter_batch(batch: Batch, context: RunContext) -> pl.Series | None:
     if target is None:
         keep = hosts.is_not_null()
     else:
-        import polars as pl
-
-        uniques = hosts.drop_nulls().unique()
-        verdicts = [target.in_scope(h) for h in uniques.to_list()]
-        keep = hosts.replace_strict(uniques, verdicts, default=False, return_dtype=pl.Boolean).fill_null(
-            False
-        )
+        uniques = hosts.drop_nulls().unique().to_list()
+        allowed = [host for host in uniques if target.in_scope(host)]
+        # An archive's batch is nearly always all in scope, over a few hosts: then no lookup at all.
+        keep = hosts.is_not_null() if len(allowed) == len(uniques) else hosts.is_in(allowed).fill_null(False)
     dropped = len(keep) - keep.sum()
     if not dropped:
         return None
