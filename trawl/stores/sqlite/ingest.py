@@ -37,13 +37,40 @@ import polars as pl
 
 from trawl.errors import StoreError
 from trawl.records.batches import Batch
-from trawl.records.kinds import collapse, staged, stored_columns
+from trawl.records.kinds import collapse, merge_rules, staged, stored_columns
 from trawl.stores.sqlite.bulk import available
 from trawl.stores.sqlite.prestage import INGESTED, prestaged_type
 
 logger = logging.getLogger(__name__)
 #: Seconds a worker is given to exit once told the load ended (its last commit is behind it).
 END_SECONDS = 60.0
+
+
+#: The Arrow IPC layout a batch is handed over in.
+OLDEST = pl.CompatLevel.oldest()
+
+
+def keys_increase(frame: pl.DataFrame, key: tuple[str, ...]) -> bool:
+    """Does every row's key come after the row before's? Then the keys are unique.
+
+    A dump's tables come in key order: a pass comparing each row with the one before
+    costs a sixth of hashing every key (0.06 s of CPU against 0.33 s for 8 million rows
+    of versions, dependencies and version downloads)."""
+    if frame.height < 2:
+        return True
+    later, same = pl.lit(False), pl.lit(True)
+    for name in key:
+        column, before = pl.col(name), pl.col(name).shift()
+        later = later | (same & (column > before))
+        same = same & (column == before)
+    return bool(frame.select(later.slice(1).fill_null(False).all()).item())
+
+
+def one_per_key(batch_type: type[Batch], frame: pl.DataFrame) -> pl.DataFrame:
+    """:func:`~trawl.records.kinds.collapse`, without its hash of every key when they increase."""
+    if keys_increase(frame, batch_type.KEY):
+        return frame.select(*batch_type.KEY, *merge_rules(batch_type))  # as collapse does then
+    return collapse(batch_type, frame)
 
 
 class Ingester:
@@ -96,12 +123,16 @@ class Ingester:
 
     def put(self, batch_type: type[Batch], frame: pl.DataFrame) -> tuple[str, pl.DataFrame]:
         """The batch's rows to the worker; :data:`~.prestage.INGESTED` and the rows (one per key,
-        :func:`~trawl.records.kinds.collapse`: what the batch then holds, as the store returns it)."""
+        :func:`one_per_key`: what the batch then holds, as the store returns it)."""
         table, upsert = self._statements_for(batch_type)
-        rows = collapse(batch_type, frame)
+        rows = one_per_key(batch_type, frame)
         run = int(self.store.run)
         runs = [pl.lit(run, pl.Int64).alias("first_run"), pl.lit(run, pl.Int64).alias("last_run")]
-        data = rows.select(*stored_columns(batch_type), *runs).write_ipc_stream(None).getvalue()
+        # The oldest Arrow layout (plain strings): polars writes its string views as IPC at
+        # 2.5x the CPU (3 million dependencies and 5 million versions and downloads: 0.85 s
+        # against 0.35 s); the worker reads either into the same frame.
+        ipc = rows.select(*stored_columns(batch_type), *runs).write_ipc_stream(None, compat_level=OLDEST)
+        data = ipc.getvalue()
         header = orjson.dumps({"table": table, "upsert": upsert, "bytes": len(data)}) + b"\n"
         proc = self._start()
         assert proc.stdin is not None
