@@ -18,6 +18,8 @@ from scrapy.settings import Settings
 from trawl.errors import StoreError
 from trawl.sources.cdx.wayback import WaybackSpider
 from trawl.stores.sqlite import SqliteStore, bulk
+from trawl.stores.sqlite.store import write_url_group
+from trawl.stores.writer import Queued
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.
     from tests.helpers.sqlite_store import make_batch, open_store
@@ -41,18 +43,30 @@ def write_all(db: Path) -> tuple[list[tuple], list[list[tuple]]]:
         batch = make_batch(rows, source=source)
         store.write_batch(batch)
         store.close("finished")
-        marks.append(
-            sorted(zip(batch.column("url"), batch.column("new"), batch.column("repeat"), strict=True))
-        )
+        marks.append(marks_of(batch))
+    return stored_rows(db), marks
+
+
+def marks_of(batch: object) -> list[tuple]:
+    return sorted(zip(batch.column("url"), batch.column("new"), batch.column("repeat"), strict=True))
+
+
+def stored_rows(db: Path) -> list[tuple]:
     con = sqlite3.connect(db)
     try:
-        stored = con.execute(
+        return con.execute(
             "SELECT url, host, sources, first_seen, last_seen, captures, statuses, mimes, source_counts,"
             " first_run, last_run FROM urls ORDER BY url"
         ).fetchall()
     finally:
         con.close()
-    return stored, marks
+
+
+def write_group(items: list[tuple[SqliteStore, object]]) -> list[Queued]:
+    """The batches written as the writer thread writes those queued together: one transaction."""
+    queued = [Queued(item, 0) for item in items]
+    items[0][0].on_writer(lambda: write_url_group(queued))
+    return queued
 
 
 def test_arrow_staging_stores_what_row_staging_stores(
@@ -110,3 +124,52 @@ def test_the_urls_alone_of_runs_are_those_of_their_records(tmp_path: Path) -> No
             assert sorted(url for chunk in chunks for url in chunk) == sorted(records), (runs, size)
             assert all(len(chunk) <= size for chunk in chunks)
     assert {url for s in SqliteStore.read_run_urls(uri, ["run-2"]) for url in s} == {A, B}
+
+
+def test_batches_queued_together_are_stored_as_one_at_a_time(tmp_path: Path) -> None:
+    """The writer thread writes the URL batches queued behind one (of all the file's stores) in one
+    transaction: the rows and the new/repeat marks are those of one transaction a batch."""
+    alone = write_all(tmp_path / "alone.db")
+    db = tmp_path / "together.db"
+    stores = [open_store(db, f"run-{run}", source=source) for run, (source, _) in enumerate(PAGES)]
+    batches = [make_batch(rows, source=source) for source, rows in PAGES]
+    queued = write_group(list(zip(stores, batches, strict=True)))
+    assert [q.future.result() for q in queued] == [(2, 0), (1, 0), (0, 0)]
+    for store in stores:
+        store.close("finished")
+    assert (stored_rows(db), [marks_of(b) for b in batches]) == alone
+
+
+def test_a_batch_of_a_group_skipped_or_failed_alone(tmp_path: Path) -> None:
+    """In a group, a batch whose page was stored before is skipped, and a failed one rolled back,
+    alone: the batches before them are stored; the failed store's later batches are refused, the
+    other store's stored."""
+    db = tmp_path / "s.db"
+    wayback, otx = open_store(db, "run-1", source="wayback"), open_store(db, "run-2", source="otx")
+
+    def paged(rows: list[tuple], source: str, page: str) -> object:
+        batch = make_batch(rows, source=source)
+        batch.page, batch.page_rows = page, len(rows)
+        return batch
+
+    first = paged([(A, "2010", "2010", 1, "", "")], "wayback", "p1")
+    again = paged([(A, "2010", "2010", 1, "", "")], "wayback", "p1")
+    twice = paged([(B, "2010", "2010", 1, "", ""), (B, "2011", "2011", 1, "", "")], "wayback", "p2")
+    after = paged([(C, "2010", "2010", 1, "", "")], "wayback", "p3")
+    other = paged([(C, "2012", "2012", 1, "", "")], "otx", "p1")
+    queued = write_group(
+        [(wayback, first), (wayback, again), (wayback, twice), (wayback, after), (otx, other)]
+    )
+    assert queued[0].future.result() == (1, 0)
+    assert queued[1].future.result() == (0, 1)  # its page claimed by the batch before it
+    assert again.column("repeat") == [True]
+    with pytest.raises(StoreError, match="1 of 2 URLs could not be stored"):
+        queued[2].future.result()
+    with pytest.raises(StoreError, match="an earlier batch failed"):
+        queued[3].future.result()
+    assert queued[4].future.result() == (1, 0)
+    assert wayback.done_pages("wayback") == {"p1": 1}
+    assert otx.done_pages("otx") == {"p1": 1}
+    wayback.close("store_error")
+    otx.close("finished")
+    assert [(row[0], row[2]) for row in stored_rows(db)] == [(C, "otx"), (A, "wayback")]

@@ -18,9 +18,11 @@ pipeline handed them over.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from trawl.common import statkeys
 
@@ -37,12 +39,25 @@ T = TypeVar("T")
 QUEUED = 4
 
 
+@dataclass
+class Queued:
+    """One item handed to :meth:`WriterThread.submit_grouped`: its ``future`` is set by the group's writer."""
+
+    item: Any
+    #: Items of one epoch may be written together; any other task in between starts a new one.
+    epoch: int
+    future: Future[Any] = field(default_factory=Future)
+
+
 class WriterThread:
     """A single worker thread and the bounded queue in front of it."""
 
     def __init__(self, name: str) -> None:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=name)
         self._slots: DeferredSemaphore | None = None  # made on the reactor, when first needed
+        #: Items of :meth:`submit_grouped` not taken by a group yet (appended on the reactor).
+        self._grouped: deque[Queued] = deque()
+        self._epoch = 0
 
     def call(self, function: Callable[..., T], *args: object) -> T:
         """``function(*args)`` on the writer thread, after everything queued before; waits for it."""
@@ -60,11 +75,50 @@ class WriterThread:
         await maybe_deferred_to_future(self._slots.acquire())
         try:
             done: Deferred[T] = Deferred()
+            self._epoch += 1  # grouped items queued after this task are never written before it
             future = self._executor.submit(function, *args)
             future.add_done_callback(lambda finished: _settle_on_reactor(done, finished))
             return await maybe_deferred_to_future(done)
         finally:
             self._slots.release()
+
+    async def submit_grouped(self, write_group: Callable[[list[Queued]], None], item: object) -> Any:
+        """``item`` written by ``write_group`` on the writer thread, with the items queued behind it
+        by the time the thread gets to it (in order, bounded as :meth:`submit`); its result awaited.
+
+        ``write_group(items)`` sets every item's ``future``. A store whose transaction costs more
+        than its rows (the WAL frames of every page a batch touches) writes a queue of batches
+        in one: the thread is behind exactly when the queue is long.
+        """
+        from scrapy.utils.defer import maybe_deferred_to_future
+        from twisted.internet.defer import Deferred, DeferredSemaphore
+
+        if self._slots is None:
+            self._slots = DeferredSemaphore(QUEUED)
+        await maybe_deferred_to_future(self._slots.acquire())
+        try:
+            done: Deferred[Any] = Deferred()
+            queued = Queued(item, self._epoch)
+            queued.future.add_done_callback(lambda finished: _settle_on_reactor(done, finished))
+            self._grouped.append(queued)
+            self._executor.submit(self._write_grouped, write_group)
+            return await maybe_deferred_to_future(done)
+        finally:
+            self._slots.release()
+
+    def call_grouped(self, write_group: Callable[[list[Queued]], None], item: object) -> Any:
+        """:meth:`submit_grouped`, blocking: ``item`` written alone, after everything queued before."""
+        queued = Queued(item, -1)
+        self._executor.submit(_write_all, write_group, [queued]).result()
+        return queued.future.result()
+
+    def _write_grouped(self, write_group: Callable[[list[Queued]], None]) -> None:
+        """On the thread: the queued items of the first one's epoch (none: an earlier group took them)."""
+        group: list[Queued] = []
+        while self._grouped and (not group or self._grouped[0].epoch == group[0].epoch):
+            group.append(self._grouped.popleft())
+        if group:
+            _write_all(write_group, group)
 
     def shutdown(self) -> None:
         """Let the queued work finish (and :meth:`_on_shutdown` run on the thread), then end the thread."""
@@ -75,6 +129,19 @@ class WriterThread:
 
     def _on_shutdown(self) -> None:
         """On the writer thread, after the queued work: what a backend closes there (a connection)."""
+
+
+def _write_all(write_group: Callable[[list[Queued]], None], group: list[Queued]) -> None:
+    """``write_group(group)``; an item it left unset gets its exception (nobody awaits forever)."""
+    try:
+        write_group(group)
+    except BaseException as exc:  # noqa: BLE001 - handed to the items' awaiting callers
+        for queued in group:
+            if not queued.future.done():
+                queued.future.set_exception(exc)
+    for queued in group:
+        if not queued.future.done():
+            queued.future.set_exception(RuntimeError("a grouped write left an item without a result"))
 
 
 def _settle_on_reactor(done: Deferred[T], future: Future[T]) -> None:

@@ -60,11 +60,13 @@ def staging_rows(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.select(pl.col(c).list.join(",") if c in _SETS else pl.col(c) for c in STAGED).sort("url")
 
 
-def stage(con: sqlite3.Connection, sql: str, frame: pl.DataFrame, loaded: bool = False) -> None:
+def stage(
+    con: sqlite3.Connection, sql: str, frame: pl.DataFrame, rows: tuple[int, int] | None = None
+) -> None:
     """The batch into the staging table (emptied first); every row or ``StoreError``.
 
-    ``loaded``: the batch's :func:`staging_rows` are in the bulk scratch table already
-    (:mod:`.bulk`) and ``sql`` is :func:`~.schema.stage_from_sql`'s, one statement in C;
+    ``rows``: the batch's :func:`staging_rows` are these rowids (first, last) of the bulk scratch
+    table already (:mod:`.bulk`) and ``sql`` is :func:`~.schema.stage_from_sql`'s, one statement in C;
     otherwise ``sql`` is :func:`~.schema.stage_sql`'s, bound a row at a time (2.4 against
     3.0 µs a row, bench_store_write).
     """
@@ -74,8 +76,8 @@ def stage(con: sqlite3.Connection, sql: str, frame: pl.DataFrame, loaded: bool =
         # A row without URL, or a URL twice in one batch: never let a row vanish while counted as stored.
         raise StoreError(f"{frame.height - distinct} of {frame.height} URLs could not be stored")
     con.execute("DELETE FROM temp.staging_urls")
-    if loaded:
-        staged = con.execute(sql).rowcount
+    if rows is not None:
+        staged = con.execute(sql, rows).rowcount
     else:
         staged = con.executemany(sql, staging_rows(frame).iter_rows()).rowcount
     if staged != frame.height:

@@ -122,15 +122,17 @@ def stage_sql(source: str) -> str:
 
 
 def stage_from_sql(source: str, table: str) -> str:
-    """The batch's rows from ``table`` (loaded in bulk, :mod:`.bulk`) -> the staging table, in one
-    statement: :func:`stage_sql`'s row and look-up, for every row in C (no binding a row)."""
+    """The batch's rows from ``table`` (loaded in bulk, :mod:`.bulk`; the rowids ``?1`` to ``?2``: a
+    group of batches shares the table) -> the staging table, in one statement: :func:`stage_sql`'s
+    row and look-up, for every row in C (no binding a row)."""
     if not _SOURCE_NAME.fullmatch(source):
         raise StoreError(f"source name {source!r} cannot be stored (letters, digits, _ . - only)")
     return (
         f"INSERT OR IGNORE INTO temp.staging_urls ({', '.join(STAGED)}, previous_run)"
         f" SELECT {', '.join(f'i.{c}' for c in STAGED)},"
         f" (SELECT coalesce(u.source_counts ->> '$.\"{source}\"[0]', 0)"
-        f" FROM main.urls AS u WHERE u.url = i.url) FROM {table} AS i ORDER BY i.rowid"
+        f" FROM main.urls AS u WHERE u.url = i.url) FROM {table} AS i"
+        " WHERE i.rowid BETWEEN ?1 AND ?2 ORDER BY i.rowid"
     )
 
 
