@@ -408,8 +408,9 @@ class CdxSpider(SourceSpider):
         missing = [c for c in CaptureBatch.SCHEMA if c not in frame.columns]
         if missing:
             frame = frame.with_columns(pl.lit(None, dtype=pl.String).alias(c) for c in missing)
-        # Revisit records carry "-": no status of their own.
-        frame = frame.select(list(CaptureBatch.SCHEMA)).with_columns(
-            pl.when(pl.col("status") == "-").then(pl.lit("")).otherwise(pl.col("status")).alias("status")
-        )
+        # Revisit records carry "-": no status of their own. One select: each polars call on
+        # the reactor's thread waits for the GIL again when another thread holds it.
+        status = pl.col("status")
+        revisit = pl.when(status == "-").then(pl.lit("")).otherwise(status).alias("status")
+        frame = frame.select(revisit if name == "status" else pl.col(name) for name in CaptureBatch.SCHEMA)
         return CaptureBatch(self.name, frame, self.page_key(index, page), parsed.rows + parsed.bad_lines)

@@ -275,14 +275,19 @@ _EMPTY_AS_TEXT = (
 
 
 def _read_text(text: bytes, names: tuple[str, ...]) -> ParsedPage | None:
-    """Every line exactly ``names`` wide: one columnar read; else ``None``."""
+    """Every line exactly ``names`` wide: one columnar read; else ``None``.
+
+    The columns are named ours as they are read: a renaming ``select`` a page was
+    one more polars call on the reactor's thread, each a wait for the GIL again.
+    """
+    columns = [COLUMN_OF.get(name, name) for name in names]
     try:
         frame = pl.read_csv(
             text,
             separator=" ",
             has_header=False,
-            new_columns=list(names),
-            schema_overrides=dict.fromkeys(names, pl.String),
+            new_columns=columns,
+            schema_overrides=dict.fromkeys(columns, pl.String),
             quote_char=None,
             infer_schema=False,
             **_EMPTY_AS_TEXT,
@@ -291,11 +296,13 @@ def _read_text(text: bytes, names: tuple[str, ...]) -> ParsedPage | None:
         return None
     if frame.width != len(names) or frame.height != text.count(b"\n"):
         return None
-    last = frame.get_column(names[-1])
+    last = frame.get_column(columns[-1])
     if (last == "").any() or last.null_count():
         return None  # a short line (a resume key, a cut line)
-    columns = [pl.col(name).alias(COLUMN_OF[name]) for name in names if name in COLUMN_OF]
-    return ParsedPage(frame.select(columns), frame.height, 0, Dialect.IA)
+    ours = [name for name in columns if name in CAPTURE_COLUMNS]
+    if len(ours) < len(columns):  # IA's default fields: urlkey is not ours
+        frame = frame.select(ours)
+    return ParsedPage(frame, frame.height, 0, Dialect.IA)
 
 
 _CDXJ = re.compile(rb"^\S+ \d{1,14} \{")
