@@ -27,12 +27,13 @@ if TYPE_CHECKING:  # polars, imported by the masks: registering costs a read com
 settings_declared = FILTER_SETTINGS
 
 
-def _by_value(column: pl.Series, allowed: Callable[[str], bool]) -> pl.Series:
-    import polars as pl
-
-    uniques = column.drop_nulls().unique()
-    verdicts = [allowed(v) for v in uniques.to_list()]
-    return column.replace_strict(uniques, verdicts, default=True, return_dtype=pl.Boolean).fill_null(True)
+def _by_value(column: pl.Series, allowed: Callable[[str], bool]) -> pl.Series | None:
+    """Which rows' value is allowed (null: allowed), judged once a distinct value;
+    ``None`` when all are, as they nearly always are after the server's own filter."""
+    refused = [value for value in column.drop_nulls().unique().to_list() if not allowed(value)]
+    if not refused:
+        return None
+    return ~column.is_in(refused).fill_null(False)
 
 
 def _url_mask(urls: pl.Series, config: FilterConfig) -> pl.Series:
@@ -65,11 +66,8 @@ def trawl_filter_batch(batch: Batch, context: RunContext) -> pl.Series | None:
     config: FilterConfig | None = context.filters
     if config is None or batch.kind != "capture" or not len(batch):
         return None
-    import polars as pl
-
     frame = batch.frame
-    keep = pl.repeat(True, frame.height, eager=True)
-    checks: list[tuple[str, Callable[[], pl.Series]]] = []
+    checks: list[tuple[str, Callable[[], pl.Series | None]]] = []
     if config.enabled:
         checks.append(("status", lambda: _by_value(frame.get_column("status"), config.code_allowed)))
         checks.append(("mime", lambda: _by_value(frame.get_column("mime"), config.mime_allowed)))
@@ -78,10 +76,15 @@ def trawl_filter_batch(batch: Batch, context: RunContext) -> pl.Series | None:
             checks.append((reason, lambda: _url_mask(frame.get_column("url"), config)))
     if (config.from_date or config.to_date) and frame.get_column("timestamp").null_count() < frame.height:
         checks.append(("date", lambda: _date_mask(frame.get_column("timestamp"), config)))
+    # Each polars call on the reactor's thread waits for the GIL again: no mask is made
+    # until a check drops a row.
+    keep: pl.Series | None = None
     for reason, mask in checks:
         verdict = mask()
-        dropped = int((keep & ~verdict).sum())
+        if verdict is None:
+            continue
+        dropped = int((~verdict if keep is None else keep & ~verdict).sum())
         if dropped:
             context.stats.inc_value(statkeys.filtered(reason), dropped)
-            keep &= verdict
-    return keep if not keep.all() else None
+            keep = verdict if keep is None else keep & verdict
+    return keep
