@@ -15,7 +15,7 @@ which other processes stretch), and the load average beside every figure.
 Targets at full scale: Parquet <= 2x the floor, SQLite and Parquet <= 4x,
 peak RSS under 1 GB.
 
-    python bench/bench_crates.py [--scale 0.1] [--zip] [--keep DIR] [--code CHECKOUT]
+    python bench/bench_crates.py [--scale 0.1] [--zip] [--keep DIR] [--code CHECKOUT] [--no-sqlite]
 
 ``--code`` runs the crawls with another checkout's trawl (e.g. main, for a
 before/after figure).
@@ -104,6 +104,7 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="generate into (or reuse) this folder")
     parser.add_argument("--code", type=Path, default=ROOT, help="the trawl checkout to run")
     parser.add_argument("--no-parquet", action="store_true", help="SQLite alone (a checkout without Parquet)")
+    parser.add_argument("--no-sqlite", action="store_true", help="the Parquet-only crawl alone")
     args = parser.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench-crates-"))
     name = "db-dump.zip" if args.zip else "db-dump.tar.gz"
@@ -130,7 +131,8 @@ def main() -> None:
         sqlite = {"STORE_URI": "sqlite:///crates.db"}
         if not args.no_parquet:
             sqlite["CRATES_PARQUET_DIR"] = str(base / "work-sqlite" / "pq")
-        runs.append(("sqlite" + ("" if args.no_parquet else "+parquet"), sqlite))
+        if not args.no_sqlite:
+            runs.append(("sqlite" + ("" if args.no_parquet else "+parquet"), sqlite))
         for label, settings in runs:
             workdir = base / f"work-{label.split('+')[0]}"
             shutil.rmtree(workdir, ignore_errors=True)
