@@ -103,3 +103,19 @@ def test_ia_text_server_ignoring_fl() -> None:
     assert page.rows == 3
     assert page.columns["urls"] == ["http://example.com/"] * 3
     assert page.columns["mimes"] == ["text/html"] * 3
+
+
+def test_pywb_ndjson_fields_as_text_whatever_json_type() -> None:
+    """Numbers come as their text, absent fields as "", fields not ours ignored: one columnar read."""
+    body = (
+        b'{"url": "http://example.com/a", "timestamp": 20200101000000, "status": 200, "length": 12,'
+        b' "offset": 7, "filename": "x.warc.gz"}\n'
+        b'{"url": "http://example.com/b", "timestamp": "20210101000000", "status": null,'
+        b' "mime": "text/html"}\n'
+    )
+    page = parse_page(body)
+    assert (page.dialect, page.rows, page.bad_lines) == (Dialect.PYWB, 2, 0)
+    assert page.frame.rows() == [
+        ("http://example.com/a", "20200101000000", "200", "", "", "12"),
+        ("http://example.com/b", "20210101000000", "", "text/html", "", ""),
+    ]
