@@ -24,14 +24,23 @@ def _closed_port() -> int:
         return sock.getsockname()[1]
 
 
-def _crawl(tmp_path: Path, *settings: str) -> tuple[set[str], str]:
+#: Run as ``python -c``: the command line, then how many objects the collector has frozen, in $FROZEN_OUT.
+RUN_AND_COUNT_FROZEN = """
+import atexit, gc, os, sys
+atexit.register(lambda: open(os.environ["FROZEN_OUT"], "w").write(str(gc.get_freeze_count())))
+from trawl.cli import main
+main(sys.argv[1:])
+"""
+
+
+def _crawl(tmp_path: Path, *settings: str, script: str = RUN_AND_LIST_MODULES) -> tuple[set[str], str]:
     modules = tmp_path / "modules.txt"
     command = [
-        sys.executable, "-c", RUN_AND_LIST_MODULES, "crawl", "wayback", "-a", "domain=example.com",
+        sys.executable, "-c", script, "crawl", "wayback", "-a", "domain=example.com",
         "-s", f"WAYBACK_BASE_URL=http://127.0.0.1:{_closed_port()}", "-s", "RETRY_ENABLED=False",
         "-s", f"STORE_URI=sqlite:///{tmp_path / 'store.db'}", *[a for s in settings for a in ("-s", s)],
     ]  # fmt: skip
-    env = dict(os.environ, MODULES_OUT=str(modules))
+    env = dict(os.environ, MODULES_OUT=str(modules), FROZEN_OUT=str(modules))
     result = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert "Traceback" not in result.stderr, result.stderr
     return set(modules.read_text().split()), result.stderr
@@ -49,6 +58,12 @@ def test_the_remote_control_still_runs_when_a_user_turns_it_on(tmp_path: Path) -
     on = ("REMOTE_CONTROL_ENABLED=True", f"REMOTE_CONTROL_JOBS_DIR={jobs}", "LOG_LEVEL=DEBUG")
     _, stderr = _crawl(tmp_path, *on)
     assert "Remote control HTTP server listening on port" in stderr
+
+
+def test_the_start_up_s_objects_are_frozen_out_of_the_collector_s_full_passes(tmp_path: Path) -> None:
+    (frozen,), stderr = _crawl(tmp_path, script=RUN_AND_COUNT_FROZEN)
+    assert "cannot reach" in stderr  # the engine started
+    assert int(frozen) > 100_000  # modules, classes, functions: every start-up object
 
 
 def test_scrapy_s_deprecated_tls_aliases_keep_their_module_and_inspect_is_restored() -> None:

@@ -27,6 +27,7 @@ import scrapy
 from trawl.common import statkeys
 from trawl.common.counts import counted
 from trawl.common.remotecontrol import defer_remote_control
+from trawl.common.startupheap import freeze_startup_objects
 from trawl.common.stopping import interruptible
 from trawl.common.tally import Tally
 from trawl.errors import TrawlError, TrawlUsageError
@@ -168,6 +169,7 @@ class Source(Outcomes, scrapy.Spider):
         validate_settings(crawler.settings)
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.configure(crawler.settings, spider.arguments)
+        crawler.signals.connect(freeze_startup_objects, signal=scrapy.signals.engine_started)
         return spider
 
     # --- arguments ---------------------------------------------------------------------
