@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -39,6 +40,7 @@ from trawl.errors import StoreError
 from trawl.records.batches import Batch
 from trawl.records.kinds import collapse, merge_rules, staged, stored_columns
 from trawl.stores.sqlite.bulk import available
+from trawl.stores.sqlite.errors import store_error
 from trawl.stores.sqlite.prestage import INGESTED, prestaged_type
 
 logger = logging.getLogger(__name__)
@@ -117,7 +119,10 @@ class Ingester:
         if known is None:
             twin = prestaged_type(staged(batch_type))
             store = self.store
-            table = store.on_writer(lambda: store._table(store.connection, twin))
+            try:
+                table = store.on_writer(lambda: store._table(store.connection, twin))
+            except sqlite3.Error as exc:  # a full disk as the staged table is made: one line, no traceback
+                raise store_error(f"cannot write the dump's rows into {store.path!r}", exc) from None
             known = self._statements[batch_type] = (table.table, table._upsert_from)
         return known
 
