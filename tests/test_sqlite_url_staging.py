@@ -10,6 +10,7 @@ no scratch file behind.
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,21 @@ def test_a_batch_of_a_group_skipped_or_failed_alone(tmp_path: Path) -> None:
     wayback.close("store_error")
     otx.close("finished")
     assert [(row[0], row[2]) for row in stored_rows(db)] == [(C, "otx"), (A, "wayback")]
+
+
+def test_the_wal_is_copied_into_the_file_beside_the_writer(tmp_path: Path) -> None:
+    """A file store's checkpoints run on a thread of their own after each commit, not only when the
+    WAL passes SQLite's 1,000 pages (nor only at the end): the file grows while the store is open."""
+    db = tmp_path / "s.db"
+    store = open_store(db, "run-1")
+    empty = db.stat().st_size
+    rows = [(f"https://example.com/{n:05d}", "2010", "2010", 1, "200", "text/html") for n in range(3000)]
+    assert store.write_batch(make_batch(rows)) == 3000
+    assert Path(f"{db}-wal").stat().st_size < 1000 * 4096  # below SQLite's own autocheckpoint
+    deadline = time.monotonic() + 10
+    while db.stat().st_size == empty and time.monotonic() < deadline:
+        time.sleep(0.01)  # polling the file for the checkpointer's copy
+    assert db.stat().st_size > empty + 100 * 4096
+    store.close("finished")
+    assert len(stored_rows(db)) == 3000
+    assert not Path(f"{db}-wal").exists()  # the last connection copied the rest and removed it

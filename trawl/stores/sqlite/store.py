@@ -166,6 +166,8 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
         assert self._writer is not None
         con = self._writer.connection(self._connect)
         self.connection = con
+        if self.path != ":memory:" and not self.path.startswith("file:"):
+            self._writer.checkpoint_beside(con, self.path, self.synchronous)
         if self._writer.bulk is None and bulk.available(self.path):
             self._writer.bulk = BulkStage(self.path)
         target = self.context.target
@@ -300,6 +302,7 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
             table = self._table(con, type(batch))
             written, new = table.write(con, batch.frame, self.run, source, staged_file is not None)
             con.execute("COMMIT")
+            self._writer.committed(con, self.path)
             if type(batch).SWITCHES:  # the staged tables are live ones now: a later load starts anew
                 switched = set(type(batch).SWITCHES)
                 for batch_type in [t for t in self._tables if t.STAGED and t.kind in switched]:
@@ -520,6 +523,7 @@ def write_url_group(group: list[Queued]) -> None:
                 continue
             done.append((queued, written, new, skipped))
         con.execute("COMMIT")
+        writer.committed(con, live[0].item[0].path)
     except BaseException as exc:
         if con.in_transaction:
             try:
