@@ -19,7 +19,10 @@ Measured and not taken: staging from one JSON text that polars writes
 ``executemany`` with the rows polars makes (the writer thread took 21.5 of a
 25 s crawl); ``RETURNING`` instead of statement 3 is fetched a row at a
 time and cannot tell a new row from a merged one (the staged
-``previous_run`` does, and also gives ``repeat``).
+``previous_run`` does, and also gives ``repeat``); a plain ``INSERT`` of the
+staged rows without a ``previous_run`` and the upsert for the others cost the
+same as the one upsert (1.61-1.78 s for 300,000 new rows in 5,000-row
+transactions): the primary key's look-up is made either way.
 """
 
 from __future__ import annotations
