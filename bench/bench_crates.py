@@ -79,7 +79,8 @@ def floor(archive: Path) -> tuple[float, float]:
 def crawl(workdir: Path, code: Path, url: str, settings: dict[str, str]) -> tuple[float, float, float, str]:
     """Seconds (wall, CPU), peak RSS in MB and the last log lines of one ``trawl crawl crates``."""
     workdir.mkdir(parents=True, exist_ok=True)
-    args = [sys.executable, "-m", "scrapy", "crawl", "crates", "-s", f"CRATES_DUMP_URL={url}"]
+    # As `trawl crawl` runs it: only the crawl command is imported (python -m scrapy imports them all).
+    args = [sys.executable, "-m", "trawl.cli", "crawl", "crates", "-s", f"CRATES_DUMP_URL={url}"]
     for key, value in settings.items():
         args += ["-s", f"{key}={value}"]
     env = dict(os.environ, SCRAPY_SETTINGS_MODULE="trawl.settings", PYTHONPATH=str(code))
