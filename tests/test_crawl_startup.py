@@ -75,3 +75,22 @@ def test_scrapy_s_deprecated_tls_aliases_keep_their_module_and_inspect_is_restor
     assert ScrapyClientContextFactory.__module__ == "scrapy.core.downloader.contextfactory"
     assert ScrapyClientTLSOptions.__module__ == "scrapy.core.downloader.tls"
     assert inspect.stack()[0].function.startswith("test_scrapy_s_deprecated_tls_aliases")
+
+
+def test_the_start_up_is_frozen_once_a_process_not_again_at_each_crawler_s_start() -> None:
+    """A worker runs crawler after crawler: freezing at each would keep each one's cycles for good."""
+    import gc
+
+    from trawl.common.startupheap import freeze_startup_objects
+
+    gc.unfreeze()
+    try:
+        freeze_startup_objects()
+        first = gc.get_freeze_count()
+        kept = [[] for _ in range(1000)]  # a later crawler's objects
+        freeze_startup_objects()
+        assert first > 0
+        assert gc.get_freeze_count() == first
+        del kept
+    finally:
+        gc.unfreeze()

@@ -14,6 +14,7 @@ from scrapy.commands import ScrapyCommand
 from trawl.common.files import FILES_SETTINGS, apply_umask
 from trawl.common.logs import install_log_handler, write_usage_error
 from trawl.common.remotecontrol import defer_remote_control
+from trawl.common.startupheap import freeze_startup_objects
 from trawl.distributed.commandline import fail, given_settings, open_queue
 from trawl.distributed.connection import SETTING
 from trawl.distributed.storecheck import claim_store, release_store
@@ -95,6 +96,7 @@ class Command(ScrapyCommand):
         # As many crawls at once as crawl all runs sources at once (one domain's sources).
         slots = opts.tasks or sum(1 for n in loader.list() if getattr(loader.load(n), "in_crawl_all", True)
                                   and n != "all")  # fmt: skip
+        freeze_startup_objects()  # once, before the first task: no task's crawler is frozen for good
         worker = Worker(
             queue,
             self.crawler_process,
