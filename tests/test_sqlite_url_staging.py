@@ -19,7 +19,7 @@ from scrapy.settings import Settings
 from trawl.errors import StoreError
 from trawl.sources.cdx.wayback import WaybackSpider
 from trawl.stores.sqlite import SqliteStore, bulk
-from trawl.stores.sqlite.store import write_url_group
+from trawl.stores.sqlite.urlgroup import write_url_group
 from trawl.stores.writer import Queued
 
 try:  # pywb ships a top-level ``tests`` package into site-packages that can shadow ours.

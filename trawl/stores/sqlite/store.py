@@ -2,7 +2,7 @@
 
 WAL mode and a transaction per batch mean a crash or ``kill -9`` loses at most
 the batch being written (the URL batches queued together, written in one
-transaction, :func:`write_url_group`: none of them was reported stored yet),
+transaction, :mod:`.urlgroup`: none of them was reported stored yet),
 with its pages in the ledger: SQLite rolls an unfinished transaction back on the
 next open, and committed batches are durable once the transaction returns
 (``SQLITE_SYNCHRONOUS`` = ``NORMAL`` survives process crashes; ``FULL`` also
@@ -52,7 +52,7 @@ from trawl.stores.sqlite.schema import (
     upgrade,
     upsert_sql,
 )
-from trawl.stores.writer import Queued, WritesOnThread
+from trawl.stores.writer import WritesOnThread
 
 if TYPE_CHECKING:  # the write path: imported where it is used (see the module docstring)
     import polars as pl
@@ -255,8 +255,10 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
     # --- writing -----------------------------------------------------------------------
 
     async def write_batch_async(self, batch: Batch) -> int:
-        """A URL batch written with those queued behind it, in one transaction (:func:`write_url_group`)."""
-        if not _grouped(batch):
+        """A URL batch written with those queued behind it, in one transaction (:mod:`.urlgroup`)."""
+        from trawl.stores.sqlite.urlgroup import grouped, write_url_group
+
+        if not grouped(batch):
             return await super().write_batch_async(batch)
         if not batch.frame.height and not batch.pages:
             return 0
@@ -264,7 +266,9 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
         return self._count(*await self._writer.submit_grouped(write_url_group, (self, batch)))
 
     def write_batch(self, batch: Batch) -> int:
-        if not _grouped(batch):
+        from trawl.stores.sqlite.urlgroup import grouped, write_url_group
+
+        if not grouped(batch):
             return super().write_batch(batch)
         if not batch.frame.height and not batch.pages:
             return 0
@@ -296,7 +300,7 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
                 rows = self._table(con, type(batch)).staged_rows(batch.frame, self.run)
                 source = self._writer.bulk.put(con, rows)
             con.execute("BEGIN IMMEDIATE")
-            skipped = self._claim_or_roll_back(con, batch, now)
+            skipped = self._claim_or_undo(con, batch, now, "ROLLBACK")
             if skipped:
                 return 0, skipped
             table = self._table(con, type(batch))
@@ -341,19 +345,9 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
         stored, new records, pages stored before). ``rows``: its rowids in the bulk scratch table."""
         now = self._next_batch_time()
         con.execute("SAVEPOINT url_batch")
-        pages = batch.pages
-        claimed = self._claim_pages(con, batch.source, pages, now) if pages else 0
-        if claimed != len(pages):
-            # This run stored the page before (a resumed run, a refetch):
-            # merging it again would count its captures twice.
-            import polars as pl
-
-            con.execute("ROLLBACK TO url_batch")
-            con.execute("RELEASE url_batch")
-            if claimed:
-                raise PartlyStored(f"{len(pages) - claimed} of {len(pages)} pages stored before")
-            batch.frame = batch.frame.with_columns(pl.lit(False).alias("new"), pl.lit(True).alias("repeat"))
-            return None, 0, len(pages)
+        skipped = self._claim_or_undo(con, batch, now, "ROLLBACK TO url_batch", "RELEASE url_batch")
+        if skipped:
+            return None, 0, skipped
         written, new = self._write_urls(con, batch.frame, now, rows)
         con.execute("RELEASE url_batch")
         return written, new, 0
@@ -391,10 +385,10 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
             table.create(con, self.run)
         return table
 
-    def _claim_or_roll_back(self, con: sqlite3.Connection, batch: Batch, now: float) -> int:
-        """Claim the batch's pages in the ledger (in the open transaction); 0 when claimed. When this run
-        stored them all before: rolled back, every row marked ``repeat``, the number of pages returned;
-        ``PartlyStored`` when some."""
+    def _claim_or_undo(self, con: sqlite3.Connection, batch: Batch, now: float, *undo: str) -> int:
+        """Claim the batch's pages in the ledger (in the open transaction or savepoint); 0 when claimed.
+        When this run stored them all before: ``undo`` run (its rollback), every row marked ``repeat``,
+        the number of pages returned; ``PartlyStored`` when some."""
         pages = batch.pages
         claimed = self._claim_pages(con, batch.source, pages, now) if pages else 0
         if claimed == len(pages):
@@ -403,7 +397,8 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
         # merging it again would count its captures twice.
         import polars as pl
 
-        con.execute("ROLLBACK")
+        for statement in undo:
+            con.execute(statement)
         if claimed:
             raise PartlyStored(f"{len(pages) - claimed} of {len(pages)} pages stored before")
         batch.frame = batch.frame.with_columns(pl.lit(False).alias("new"), pl.lit(True).alias("repeat"))
@@ -444,100 +439,3 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
         now = max(time.time(), self._last_batch_time + 1e-6)
         self._last_batch_time = now
         return now
-
-
-def _grouped(batch: Batch) -> bool:
-    """A URL batch is written with others (:func:`write_url_group`); a declared kind's alone."""
-    from trawl.records.batches import UrlBatch
-    from trawl.stores.sqlite import prestage
-
-    return isinstance(batch, UrlBatch) and not type(batch).STAGED and prestage.stage_file(batch) is None
-
-
-def write_url_group(group: list[Queued]) -> None:
-    """On the writer thread: the queued URL batches (``(store, batch)``, of any store of the file) in
-    one transaction, each item's future set to (new records, pages stored before) or its error.
-
-    A transaction costs the WAL frames of every page its rows touch, and a batch's 2,500-5,000
-    URLs land all over the URL index: about one 4 KiB page written a row, and copied again by the
-    next checkpoint (4 sources, 200,000 URLs: 323,000 page writes). Written together the queued
-    batches share pages and one commit: 300,000 rows in 2,500-row transactions took 6.95 s of CPU
-    and 18.9 s of wall, in 10,000-row ones 4.33 and 5.0 s (bench_store_write, load 4.6-5.1).
-
-    Each batch has a savepoint of its own, so it keeps its single transaction's promises: one whose
-    pages were stored before, or that fails, is rolled back alone and the batches before it commit;
-    batches of a store that failed are refused. If the transaction itself is lost (SQLite ends one
-    on a full disk) or its COMMIT fails, every batch of it fails: none was reported stored.
-    """
-    import polars as pl
-
-    from trawl.stores.sqlite import merge
-    from trawl.stores.sqlite.bulk import BulkStage
-
-    live: list[Queued] = []
-    for queued in group:
-        store = queued.item[0]
-        if store._failed is not None:
-            queued.future.set_exception(StoreError(store._refusal()))
-        else:
-            live.append(queued)
-    if not live:
-        return
-    con, writer = live[0].item[0].connection, live[0].item[0]._writer
-    assert con is not None and writer is not None, "store not open"
-    rows: list[tuple[int, int] | None] = [None] * len(live)
-    done: list[tuple[Queued, pl.DataFrame | None, int, int]] = []
-    attached = False
-    try:
-        if writer.bulk is not None:
-            # Before the transaction (the scratch file is attached only outside one, :mod:`.bulk`):
-            # the batches' staging rows one after the other, each batch its range of rowids.
-            frames, start = [], 1
-            for n, queued in enumerate(live):
-                frame = queued.item[1].frame
-                if frame.height:
-                    frames.append(merge.staging_rows(frame))
-                    rows[n] = (start, start + frame.height - 1)
-                    start += frame.height
-            if frames:
-                writer.bulk.put(con, frames[0] if len(frames) == 1 else pl.concat(frames, rechunk=False))
-                attached = True
-        con.execute("BEGIN IMMEDIATE")
-        for n, queued in enumerate(live):
-            store, batch = queued.item
-            assert store.connection is con
-            if store._failed is not None:  # an earlier batch of this group
-                queued.future.set_exception(StoreError(store._refusal()))
-                continue
-            try:
-                written, new, skipped = store._write_url_batch(con, batch, rows[n])
-            except PartlyStored as exc:  # rolled back to its savepoint already
-                queued.future.set_exception(exc)
-                continue
-            except BaseException as exc:
-                queued.future.set_exception(store._fail(exc))
-                if not con.in_transaction:
-                    raise  # SQLite ended the transaction: the batches before it are lost too
-                con.execute("ROLLBACK TO url_batch")
-                con.execute("RELEASE url_batch")
-                continue
-            done.append((queued, written, new, skipped))
-        con.execute("COMMIT")
-        writer.committed(con, live[0].item[0].path)
-    except BaseException as exc:
-        if con.in_transaction:
-            try:
-                con.execute("ROLLBACK")
-            except sqlite3.Error:
-                pass  # SQLite rolled back already
-        for queued in live:  # those done so far too: their results are set only after the COMMIT
-            if not queued.future.done():
-                queued.future.set_exception(queued.item[0]._fail(exc))
-        return
-    finally:
-        if attached:
-            BulkStage.detach(con)
-    for queued, written, new, skipped in done:
-        if written is not None:
-            queued.item[1].frame = written
-        queued.future.set_result((new, skipped))
