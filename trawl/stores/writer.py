@@ -65,6 +65,32 @@ class WriterThread:
 
     async def submit(self, function: Callable[..., T], *args: object) -> T:
         """``function(*args)`` on the writer thread, awaited on the reactor (in order, bounded)."""
+
+        def queue() -> Future[T]:
+            self._epoch += 1  # grouped items queued after this task are never written before it
+            return self._executor.submit(function, *args)
+
+        return await self._awaited(queue)
+
+    async def submit_grouped(self, write_group: Callable[[list[Queued]], None], item: object) -> Any:
+        """``item`` written by ``write_group`` on the writer thread, with the items queued behind it
+        by the time the thread gets to it (in order, bounded as :meth:`submit`); its result awaited.
+
+        ``write_group(items)`` sets every item's ``future``. A store whose transaction costs more
+        than its rows (the WAL frames of every page a batch touches) writes a queue of batches
+        in one: the thread is behind exactly when the queue is long.
+        """
+
+        def queue() -> Future[Any]:
+            queued = Queued(item, self._epoch)
+            self._grouped.append(queued)
+            self._executor.submit(self._write_grouped, write_group)
+            return queued.future
+
+        return await self._awaited(queue)
+
+    async def _awaited(self, queue: Callable[[], Future[T]]) -> T:
+        """The future ``queue()`` returns, awaited on the reactor; at most :data:`QUEUED` at once."""
         # Here, not at the top: a store's class (its capabilities, its URI checks) is looked up
         # by read commands too, which need neither Twisted nor Scrapy (0.3 s of imports).
         from scrapy.utils.defer import maybe_deferred_to_future
@@ -75,33 +101,7 @@ class WriterThread:
         await maybe_deferred_to_future(self._slots.acquire())
         try:
             done: Deferred[T] = Deferred()
-            self._epoch += 1  # grouped items queued after this task are never written before it
-            future = self._executor.submit(function, *args)
-            future.add_done_callback(lambda finished: _settle_on_reactor(done, finished))
-            return await maybe_deferred_to_future(done)
-        finally:
-            self._slots.release()
-
-    async def submit_grouped(self, write_group: Callable[[list[Queued]], None], item: object) -> Any:
-        """``item`` written by ``write_group`` on the writer thread, with the items queued behind it
-        by the time the thread gets to it (in order, bounded as :meth:`submit`); its result awaited.
-
-        ``write_group(items)`` sets every item's ``future``. A store whose transaction costs more
-        than its rows (the WAL frames of every page a batch touches) writes a queue of batches
-        in one: the thread is behind exactly when the queue is long.
-        """
-        from scrapy.utils.defer import maybe_deferred_to_future
-        from twisted.internet.defer import Deferred, DeferredSemaphore
-
-        if self._slots is None:
-            self._slots = DeferredSemaphore(QUEUED)
-        await maybe_deferred_to_future(self._slots.acquire())
-        try:
-            done: Deferred[Any] = Deferred()
-            queued = Queued(item, self._epoch)
-            queued.future.add_done_callback(lambda finished: _settle_on_reactor(done, finished))
-            self._grouped.append(queued)
-            self._executor.submit(self._write_grouped, write_group)
+            queue().add_done_callback(lambda finished: _settle_on_reactor(done, finished))
             return await maybe_deferred_to_future(done)
         finally:
             self._slots.release()
