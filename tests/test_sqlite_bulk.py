@@ -96,3 +96,19 @@ def test_a_scratch_file_that_cannot_be_written_is_one_store_error(tmp_path: Path
     assert str(failure.value).startswith("cannot load a batch in bulk through ")
     assert "\n" not in str(failure.value)
     con.close()
+
+
+def test_a_full_disk_during_a_bulk_load_is_said_as_sqlite_s_own_full_disk(small_disk: Path) -> None:
+    """ADBC passes on only SQLite's message (``INTERNAL: failed to execute: database or disk is
+    full``): the store's line names the cause as for its own connection's errors."""
+    store = small_disk / "store.db"
+    sqlite3.connect(store).close()
+    bulk = BulkStage(str(store))
+    con = sqlite3.connect(store)
+    frame = pl.DataFrame({"url": [f"https://example.com/{n:08d}/" + "x" * 200 for n in range(20_000)]})
+    try:
+        with pytest.raises(StoreError, match=r": the disk is full \(SQLite: database or disk is full\)$"):
+            bulk.put(con, frame)
+    finally:
+        bulk.close()
+        con.close()

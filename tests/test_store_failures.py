@@ -103,22 +103,6 @@ def test_a_damaged_store_is_named_as_such(
     assert_one_cause(result, "the store file is damaged")
 
 
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 300 KB tmpfs: room for the schema and a page or two, then SQLITE_FULL."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    made = processes.run(
-        ["mount", "-t", "tmpfs", "-o", "size=300k", "tmpfs", str(mount)], capture_output=True, check=False
-    )
-    if made.returncode:
-        pytest.skip(f"cannot mount a small tmpfs here: {made.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        processes.run(["umount", str(mount)], check=False)
-
-
 def test_a_full_disk_says_so_once_and_keeps_what_was_committed(
     upstreams: tuple[object, dict[str, object]], small_disk: Path, tmp_path: Path
 ) -> None:

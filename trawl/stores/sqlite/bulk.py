@@ -41,6 +41,7 @@ import polars as pl
 
 from trawl.common.processes import is_running
 from trawl.errors import StoreError
+from trawl.stores.sqlite.errors import describe_driver_error
 
 #: The schema name the scratch file is attached under, and its one table.
 SCHEMA = "trawl_load"
@@ -112,8 +113,8 @@ class BulkStage:
         try:
             self._open().adbc_ingest(TABLE, frame, mode="replace")
         except Exception as exc:  # noqa: BLE001 - the driver's own errors (a full disk...): said in one line
-            first = (str(exc).splitlines() or [type(exc).__name__])[0]
-            raise StoreError(f"cannot load a batch in bulk through {self.path!r}: {first}") from None
+            cause = describe_driver_error(exc, self.path)
+            raise StoreError(f"cannot load a batch in bulk through {self.path!r}: {cause}") from None
         con.execute("ATTACH DATABASE ? AS " + SCHEMA, (self.path,))
         return f"{SCHEMA}.{TABLE}"
 

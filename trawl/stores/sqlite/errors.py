@@ -12,6 +12,8 @@ own message after it.
 
 from __future__ import annotations
 
+import os
+import shutil
 import sqlite3
 
 from trawl.errors import StoreError
@@ -36,6 +38,44 @@ def describe(exc: sqlite3.Error) -> str:
     cause = _CAUSES.get(code & 0xFF) if isinstance(code, int) else None
     message = str(exc) or type(exc).__name__
     return f"{cause} (SQLite: {message})" if cause else message
+
+
+#: SQLite's own words for a result code (``sqlite3_errstr``): a driver that passes on only the
+#: message (ADBC's: ``INTERNAL: failed to execute: database or disk is full``) is read by them.
+_WORDS = {
+    "database or disk is full": 13,
+    "attempt to write a readonly database": 8,
+    "database is locked": 5,
+    "file is not a database": 26,
+    "database disk image is malformed": 11,
+    "disk I/O error": 10,
+    "unable to open database file": 14,
+}
+
+
+#: Free bytes under which a failed write's folder counts as full (a few SQLite pages).
+_NEARLY_FULL = 1 << 20
+
+
+def describe_driver_error(exc: Exception, path: str) -> str:
+    """:func:`describe` for another SQLite driver's error on ``path`` (ADBC's bulk loads): the cause by
+    SQLite's words in its message, ``the disk is full (SQLite: database or disk is full)``; else
+    its first line.
+
+    ADBC's ingest rolls back after a failed insert, and on a full disk SQLite has ended the
+    transaction itself: the message is then that of the rollback (``cannot rollback - no
+    transaction is active``). A failure with less than :data:`_NEARLY_FULL` free beside ``path``
+    is said as the full disk it is.
+    """
+    message = (str(exc).splitlines() or [type(exc).__name__])[0]
+    for words, code in _WORDS.items():
+        if words in message:
+            return f"{_CAUSES[code]} (SQLite: {words})"
+    try:
+        free = shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free
+    except OSError:
+        return message
+    return f"{_CAUSES[13]} (SQLite: database or disk is full)" if free < _NEARLY_FULL else message
 
 
 def store_error(what: str, exc: sqlite3.Error) -> StoreError:
