@@ -41,6 +41,7 @@ from trawl.records.batches import Batch
 from trawl.records.kinds import collapse, merge_rules, staged, stored_columns
 from trawl.stores.sqlite.bulk import available
 from trawl.stores.sqlite.errors import store_error
+from trawl.stores.sqlite.ingestturn import Turn
 from trawl.stores.sqlite.prestage import INGESTED, prestaged_type
 
 logger = logging.getLogger(__name__)
@@ -87,6 +88,8 @@ class Ingester:
         self._closed = False
         #: Seconds the reading thread waited for the worker to take a batch.
         self._blocked = 0.0
+        #: The store's writer goes first at the write lock while the worker runs (:mod:`.ingestturn`).
+        self._turn: Turn | None = None
 
     @classmethod
     def for_store(cls, store: Any, lock_fd: int | None = None) -> Ingester | None:
@@ -103,14 +106,21 @@ class Ingester:
                 raise StoreError("the load was stopped")
             if self._proc is None:
                 command = [sys.executable, "-m", "trawl.stores.sqlite.ingest_worker"]
+                command += [self.store.path, str(self.store.synchronous)]
+                self._turn = Turn.made()
+                fds = () if self._lock_fd is None else (self._lock_fd,)
+                if self._turn is not None:
+                    command.append(str(self._turn.fd))
+                    fds += (self._turn.fd,)
                 self._proc = subprocess.Popen(
-                    [*command, self.store.path, str(self.store.synchronous)],
+                    command,
                     stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,
-                    pass_fds=() if self._lock_fd is None else (self._lock_fd,),
+                    pass_fds=fds,
                     start_new_session=True,  # a Ctrl-C is the loading process's to handle
                 )
+                self.store.turn = self._turn
             return self._proc
 
     def _statements_for(self, batch_type: type[Batch]) -> tuple[str, str]:
@@ -120,7 +130,7 @@ class Ingester:
             twin = prestaged_type(staged(batch_type))
             store = self.store
             try:
-                table = store.on_writer(lambda: store._table(store.connection, twin))
+                table = store.on_writer(lambda: store.in_turn(lambda: store._table(store.connection, twin)))
             except sqlite3.Error as exc:  # a full disk as the staged table is made: one line, no traceback
                 raise store_error(f"cannot write the dump's rows into {store.path!r}", exc) from None
             known = self._statements[batch_type] = (table.table, table._upsert_from)
@@ -160,6 +170,12 @@ class Ingester:
             proc = self._proc
         if proc is None:
             return
+        try:
+            self._finish(proc)
+        finally:
+            self._end_turn()
+
+    def _finish(self, proc: subprocess.Popen[bytes]) -> None:
         assert proc.stdin is not None and proc.stdout is not None
         try:
             proc.stdin.write(b'{"end": true}\n')
@@ -184,6 +200,13 @@ class Ingester:
         with self._mutex:
             self._proc = None
             self._closed = True
+
+    def _end_turn(self) -> None:
+        """The worker is gone: the store's writer takes the lock as any writer again."""
+        if self._turn is not None:
+            self.store.turn = None
+            self._turn.close()
+            self._turn = None
 
     def _failure(self) -> str:
         """The worker's one line, once it has exited (killed meanwhile if it had not)."""
@@ -214,6 +237,7 @@ class Ingester:
         with contextlib.suppress(OSError):
             proc.kill()
         proc.wait()
+        self._end_turn()
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             with contextlib.suppress(OSError, ValueError):
                 if pipe is not None:

@@ -59,6 +59,7 @@ if TYPE_CHECKING:  # the write path: imported where it is used (see the module d
 
     from trawl.pipeline.context import RunContext
     from trawl.records.batches import Batch
+    from trawl.stores.sqlite.ingestturn import Turn
     from trawl.stores.sqlite.kinds import KindTable
     from trawl.stores.sqlite.writer import WriterThread
 
@@ -140,6 +141,9 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
         self._tables: dict[type[Batch], KindTable] = {}
         #: Set on the writer thread when a batch failed: batches queued behind it are refused.
         self._failed: str | None = None
+        #: While a dump load's ingest process writes into this file: this store's writer goes
+        #: first at the write lock (:mod:`.ingestturn`; set and cleared by :mod:`.ingest`).
+        self.turn: Turn | None = None
 
     # --- opening and closing -----------------------------------------------------------
 
@@ -247,6 +251,14 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
             # across crawl all's sources is one ERROR line (a full disk fails the last UPDATE too).
             raise StoreError(describe(exc)) from None
 
+    def in_turn(self, function: Callable[[], T]) -> T:
+        """``function()`` with this store's writer first at the write lock (:attr:`turn`)."""
+        turn = self.turn
+        if turn is None:
+            return function()
+        with turn.taken():
+            return function()
+
     def on_writer(self, function: Callable[[], T]) -> T:
         """``function()`` on the writer thread, where the connection may be used (checks, maintenance)."""
         assert self._writer is not None, "store not open"
@@ -278,6 +290,9 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
     def _write(self, batch: Batch) -> tuple[int, int]:
         """On the writer thread: a declared kind's batch in one transaction; (new records, pages
         stored before)."""
+        return self.in_turn(lambda: self._write_declared(batch))
+
+    def _write_declared(self, batch: Batch) -> tuple[int, int]:
         from trawl.stores.sqlite import prestage
         from trawl.stores.sqlite.bulk import BulkStage
 
