@@ -38,6 +38,7 @@ from tests.helpers.crates_tables import (
 )
 from tests.servers.crates_dump import FakeCratesDumpServer, make_dump
 from trawl.sources.crates.blocks import record_blocks
+from trawl.sources.crates.tables import json_array
 
 
 def crawl_crates(workdir: Path, url: str, *extra: str) -> CrawlResult:
@@ -142,6 +143,22 @@ def test_blocks_hold_whole_records_whatever_the_block_size() -> None:
         assert pl.concat([pl.read_csv(io.BytesIO(h + b), infer_schema=False) for h, b in blocks]).equals(
             whole
         )
+
+
+def test_feature_lists_are_the_same_json_whether_they_repeat_or_not() -> None:
+    """A column of repeated lists is respelled once per distinct list: each row still gets its own."""
+    spelled = {
+        "{}": "[]",
+        "{derive,std}": '["derive","std"]',
+        '{"a b",c}': '["a b","c"]',
+        '{"x\\\\y"}': '["x\\\\y"]',
+        None: None,
+    }
+    literals = list(spelled)
+    for rows in (literals * 40, literals):  # mostly repeats (mapped), then all distinct (row by row)
+        shuffled = random.Random(5).sample(rows, len(rows))
+        frame = pl.DataFrame({"features": shuffled}, schema={"features": pl.String})
+        assert json_array("features", frame).to_list() == [spelled[text] for text in shuffled]
 
 
 def make_dump_table_body() -> bytes:

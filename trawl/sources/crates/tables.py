@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Callable
+from typing import Any
 
 import polars as pl
 
@@ -57,9 +58,32 @@ def read_block(header: bytes, block: bytes, table: str) -> pl.DataFrame:
 
 
 def timestamp(name: str) -> pl.Expr:
-    """``2020-01-01 12:11:10.999999`` (UTC, maybe with ``+00``) as the API spells it: ``...T...Z``."""
+    """``2020-01-01 12:11:10.999999`` (UTC, maybe with ``+00``) as the API spells it: ``...T...Z``.
+
+    NULL stays NULL through the concatenation itself (a ``when(is_null)`` around it cost
+    0.126 s of CPU for 740,000 timestamps against 0.075 s without it)."""
     text = pl.col(name).str.strip_suffix("+00:00").str.strip_suffix("+00")
-    return pl.when(text.is_null()).then(None).otherwise(text.str.replace(" ", "T") + "Z").alias(name)
+    return (text.str.replace(" ", "T", literal=True) + "Z").alias(name)
+
+
+def coded(name: str, words: dict[str, str]) -> pl.Expr:
+    """A column of codes (``0``, ``1``...) as the words they stand for, anything else NULL.
+
+    One comparison per code: 12 million dependency kinds in 0.2 s of CPU against 0.3 s for
+    ``replace_strict``'s lookup (three short codes compare faster than they hash)."""
+    column = pl.col(name)
+    chain: Any = pl
+    for code, word in words.items():
+        chain = chain.when(column == code).then(pl.lit(word))
+    return chain.otherwise(pl.lit(None, dtype=pl.String)).alias(name)
+
+
+def unknown_code(frame: pl.DataFrame, name: str, words: dict[str, str]) -> str | None:
+    """The first value of ``name`` that is no code of ``words`` (None: every one is, or NULL),
+    found among the column's distinct values: a few to look at, where a filter of the whole column
+    built a frame of the unknown rows."""
+    distinct = frame.get_column(name).unique(maintain_order=True).drop_nulls().to_list()
+    return next((value for value in distinct if value not in words), None)
 
 
 def boolean(name: str) -> pl.Expr:
@@ -104,12 +128,27 @@ _NEEDS_ESCAPE = ['"', "\\", *map(chr, range(32))]
 def json_array(name: str, frame: pl.DataFrame) -> pl.Series:
     """A ``{a,b}`` column as JSON arrays of text (``["a","b"]``), null staying null.
 
+    Feature lists repeat (most dependencies have none: ``{}``), so each distinct one is
+    respelled once and the column mapped to its spelling: 12 million dependencies in 0.5-0.65 s
+    of CPU against 1.3-1.6 s respelling every row. A column of mostly distinct lists is
+    respelled row by row (mapping it would only add a lookup).
+    """
+    column = frame.get_column(name)
+    distinct = column.unique()
+    if distinct.len() * 2 > column.len():
+        return _respelled(column)
+    return column.replace(distinct, _respelled(distinct))
+
+
+def _respelled(column: pl.Series) -> pl.Series:
+    """Every row of a ``{a,b}`` column respelled as a JSON array.
+
     An array with no quote or backslash (every feature list crates.io writes) is
     respelled with string operations: its elements need no JSON escape (no quote,
     no backslash, no control character: ``\\copy`` would have quoted them). The
     rare other row is read element by element and encoded by polars.
     """
-    column = frame.get_column(name)
+    name = column.name
     literal = pl.col(name)
     plain = literal.str.strip_prefix("{").str.strip_suffix("}")
     # Empty once stripped: tested on the column itself (a test on ``plain`` computed it twice:
@@ -119,7 +158,7 @@ def json_array(name: str, frame: pl.DataFrame) -> pl.Series:
         .then(pl.lit("[]"))
         .otherwise(pl.concat_str(pl.lit('["'), plain.str.replace_all(",", '","', literal=True), pl.lit('"]')))
     )
-    encoded = frame.select(fast.alias(name)).get_column(name)
+    encoded = column.to_frame().select(fast.alias(name)).get_column(name)
     tricky = column.str.contains_any(_NEEDS_ESCAPE).fill_null(False)
     if tricky.any():
         hard = column.filter(tricky).to_list()
@@ -214,9 +253,9 @@ def dependencies(frame: pl.DataFrame) -> pl.DataFrame:
     frame = _with_absent(
         frame, ("req", "optional", "default_features", "features", "target", "kind", "explicit_name")
     )
-    unknown = frame.filter(pl.col("kind").is_not_null() & ~pl.col("kind").is_in(list(DEPENDENCY_KINDS)))
-    if unknown.height:
-        raise DumpError(f"dependencies.csv: kind {unknown.get_column('kind')[0]!r} is not 0, 1 or 2")
+    unknown = unknown_code(frame, "kind", DEPENDENCY_KINDS)
+    if unknown is not None:
+        raise DumpError(f"dependencies.csv: kind {unknown!r} is not 0, 1 or 2")
     frame = frame.with_columns(
         integer("id"),
         integer("version_id"),
@@ -224,7 +263,7 @@ def dependencies(frame: pl.DataFrame) -> pl.DataFrame:
         boolean("optional"),
         boolean("default_features"),
         json_array("features", frame),
-        pl.col("kind").replace_strict(DEPENDENCY_KINDS, default=None, return_dtype=pl.String),
+        coded("kind", DEPENDENCY_KINDS),
     )
     return _finish(DependencyBatch, frame, "dependencies")
 
@@ -248,13 +287,10 @@ def _plain(
         frame = _with_absent(frame, tuple(batch_type.SCHEMA))
         if codes is not None:
             column, words = codes
-            unknown = frame.filter(pl.col(column).is_not_null() & ~pl.col(column).is_in(list(words)))
-            if unknown.height:
-                found = unknown.get_column(column)[0]
+            found = unknown_code(frame, column, words)
+            if found is not None:
                 raise DumpError(f"{table}.csv: {column} {found!r} is not one of {', '.join(words)}")
-            frame = frame.with_columns(
-                pl.col(column).replace_strict(words, default=None, return_dtype=pl.String)
-            )
+            frame = frame.with_columns(coded(column, words))
         casts = [
             timestamp(c) if c in times else integer(c) if t == pl.Int64 else pl.col(c)
             for c, t in batch_type.SCHEMA.items()
