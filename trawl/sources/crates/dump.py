@@ -195,8 +195,13 @@ def iso(moment: datetime) -> str:
     return text + "Z"
 
 
-#: Bytes of the dump inflated at a time, and read from the download at a time.
+#: Bytes of the dump inflated at a time (at most, per read).
 INFLATE_STEP = 1 << 20
+#: Compressed bytes read from the download at a time: about what one step inflates from (the
+#: dump inflates about 5 to 1). The input a step leaves is copied into ``unconsumed_tail`` at
+#: every step: reads of 1 MiB inflated the full-scale dump's 1.5 GB in 1.4-1.6 s of CPU, reads
+#: of 256 KiB (or 128 KiB) in 1.1 s.
+COMPRESSED_STEP = 256 << 10
 
 
 class Gunzipped:
@@ -208,16 +213,17 @@ class Gunzipped:
     ``unconsumed_tail``. The stream ends with the gzip member (the tar's end is inside it).
     """
 
-    def __init__(self, raw: BinaryIO, step: int = INFLATE_STEP) -> None:
+    def __init__(self, raw: BinaryIO, step: int = INFLATE_STEP, read_step: int = COMPRESSED_STEP) -> None:
         self._raw = raw
         self._step = step
+        self._read_step = read_step
         self._inflater = decompressobj(16 + zlib.MAX_WBITS)  # a gzip header and trailer
 
     def read(self, size: int = -1) -> bytes:
         limit = self._step if size is None or size < 0 else max(1, min(size, self._step))
         inflater = self._inflater
         while not inflater.eof:
-            compressed = inflater.unconsumed_tail or self._raw.read(self._step)
+            compressed = inflater.unconsumed_tail or self._raw.read(self._read_step)
             if not compressed:
                 raise EOFError("the compressed stream ended before its end")
             data = inflater.decompress(compressed, limit)
