@@ -1,4 +1,5 @@
-"""The crates load's ingest process reads ahead and lets the store's own writer go first.
+"""The crates load's ingest process reads ahead, lets the store's own writer go first, and
+the store's writer does not queue for the lock for the batches it wrote.
 
 A batch at a time, the loading process waited on a full pipe whenever the ingest
 process waited for the write lock; and the ingest process, committing batch after
@@ -16,10 +17,12 @@ import polars as pl
 from scrapy.settings import Settings
 
 from trawl.pipeline.context import RunContext
-from trawl.sources.crates.records import VersionBatch
+from trawl.records.kinds import staged
+from trawl.sources.crates.records import DumpSnapshotBatch, VersionBatch
 from trawl.stores.sqlite import SqliteStore
 from trawl.stores.sqlite.ingest import Ingester
 from trawl.stores.sqlite.ingestturn import Turn, TurnWaiter
+from trawl.stores.sqlite.prestage import prestaged_type
 
 #: Rows a batch: about 400 KB of Arrow IPC, six times a pipe's 64 KiB buffer.
 ROWS = 8_000
@@ -116,5 +119,46 @@ def test_the_stores_writer_goes_first_only_while_an_ingest_process_runs(tmp_path
         ingester.finish()
         assert store.turn is None
     finally:
+        ingester.discard()
+        store.close("finished")
+
+
+def test_an_ingested_batch_takes_no_lock_and_its_pages_are_claimed_with_the_switch(tmp_path: Path) -> None:
+    path = tmp_path / "crates.db"
+    store = SqliteStore(f"sqlite:///{path}", _context())
+    store.open()
+    ingester = Ingester.for_store(store)
+    assert ingester is not None
+    other = sqlite3.connect(path, isolation_level=None, timeout=60)
+    try:
+        written, rows = ingester.put(VersionBatch, _versions(0))
+        batch = prestaged_type(staged(VersionBatch))("crates", rows, page="s/versions#1", page_rows=ROWS)
+        batch.stage_file = written  # type: ignore[attr-defined]
+        other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+        stored = threading.Event()
+        threading.Thread(target=lambda: (store.write_batch(batch), stored.set()), daemon=True).start()
+        assert stored.wait(30), "the store's writer queued for the lock for a batch it does not write"
+        other.execute("COMMIT")
+        ingester.finish()
+        assert other.execute("SELECT page FROM pages").fetchall() == []  # no snapshot yet
+        snapshot = pl.DataFrame(
+            {"snapshot": ["s"], "timestamp": ["2026-09-01T02:00:03Z"], "tables": [1], "rows": [ROWS]}
+        )
+        snapshot = snapshot.select(
+            *(
+                pl.col(c) if c in snapshot.columns else pl.lit(None, t).alias(c)
+                for c, t in DumpSnapshotBatch.SCHEMA.items()
+            )
+        )
+        store.write_batch(DumpSnapshotBatch("crates", snapshot, page="s/end", page_rows=1))
+        assert other.execute("SELECT page, rows FROM pages ORDER BY page").fetchall() == [
+            ("s/end", 1),
+            ("s/versions#1", ROWS),
+        ]
+        assert other.execute("SELECT count(*) FROM version_records").fetchone() == (ROWS,)
+    finally:
+        if other.in_transaction:
+            other.execute("ROLLBACK")
+        other.close()
         ingester.discard()
         store.close("finished")

@@ -46,9 +46,11 @@ def empty_staging(store: Any, source: str) -> list[str]:
         from trawl.stores.sqlite import bulk, prestage
         from trawl.stores.sqlite import kinds as sqlite_kinds
 
-        dropped = store.on_writer(
-            lambda: sqlite_kinds.drop_staged(store.connection, kinds, run, source, is_staged_page)
-        )
+        def drop() -> list[str]:
+            store.forget_ingested()
+            return sqlite_kinds.drop_staged(store.connection, kinds, run, source, is_staged_page)
+
+        dropped = store.on_writer(drop)
         gone = bulk.remove_leftovers(store.path) if store.path != ":memory:" else []
         gone += prestage.remove_leftovers(store.path) if store.path != ":memory:" else []
         return dropped + [os.path.basename(path) for path in gone]

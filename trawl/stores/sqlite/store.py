@@ -42,6 +42,7 @@ from trawl.settings_checks import Setting, one_of, read, whole
 from trawl.stores.contract import KEYED_KINDS, PartlyStored
 from trawl.stores.location import data_dir
 from trawl.stores.sqlite.errors import describe, store_error
+from trawl.stores.sqlite.ingestledger import IngestedPages
 from trawl.stores.sqlite.readside import SqliteReadSide, sqlite_path
 from trawl.stores.sqlite.schema import (
     CLAIM_PAGES,
@@ -144,6 +145,8 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
         #: While a dump load's ingest process writes into this file: this store's writer goes
         #: first at the write lock (:mod:`.ingestturn`; set and cleared by :mod:`.ingest`).
         self.turn: Turn | None = None
+        #: The pages of the batches a load's ingest process wrote, claimed with the switch.
+        self._ingested = IngestedPages()
 
     # --- opening and closing -----------------------------------------------------------
 
@@ -305,6 +308,8 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
             if staged_file is not None:
                 prestage.detach(con, staged_file)
             raise StoreError(self._refusal())
+        if staged_file == prestage.INGESTED and not type(batch).SWITCHES:
+            return self._claim_later(batch)
         now = self._next_batch_time()
         source = None
         try:
@@ -315,6 +320,8 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
                 rows = self._table(con, type(batch)).staged_rows(batch.frame, self.run)
                 source = self._writer.bulk.put(con, rows)
             con.execute("BEGIN IMMEDIATE")
+            if type(batch).SWITCHES:
+                self._ingested.claim(con, lambda c, source, pages: self._claim_pages(c, source, pages, now))
             skipped = self._claim_or_undo(con, batch, now, "ROLLBACK")
             if skipped:
                 return 0, skipped
@@ -323,6 +330,7 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
             con.execute("COMMIT")
             self._writer.committed(con, self.path)
             if type(batch).SWITCHES:  # the staged tables are live ones now: a later load starts anew
+                self._ingested.forget()
                 switched = set(type(batch).SWITCHES)
                 for batch_type in [t for t in self._tables if t.STAGED and t.kind in switched]:
                     del self._tables[batch_type]
@@ -343,6 +351,21 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
                 BulkStage.detach(con)
         batch.frame = written
         return new, 0
+
+    def _claim_later(self, batch: Batch) -> tuple[int, int]:
+        """A batch whose rows the load's ingest process wrote: its pages are claimed with the
+        switch (:mod:`.ingestledger`); the checkpointer is poked to copy what it wrote."""
+        import polars as pl
+
+        assert self.connection is not None and self._writer is not None
+        self._ingested.note(batch.source, batch.pages)
+        self._writer.committed(self.connection, self.path)
+        batch.frame = batch.frame.with_columns(pl.lit(True).alias("new"), pl.lit(False).alias("repeat"))
+        return batch.frame.height, 0
+
+    def forget_ingested(self) -> None:
+        """A load starts: pages noted by an earlier one that never switched are not claimed."""
+        self._ingested.forget()
 
     def _refusal(self) -> str:
         return f"not written: an earlier batch failed ({self._failed})"
