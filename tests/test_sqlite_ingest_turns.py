@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 
 import polars as pl
-from scrapy.settings import Settings
+import pytest
 
-from trawl.pipeline.context import RunContext
+from tests.helpers.sqlite_store import open_store
 from trawl.records.kinds import staged
 from trawl.sources.crates.records import DumpSnapshotBatch, VersionBatch
 from trawl.stores.sqlite import SqliteStore
@@ -28,46 +29,24 @@ from trawl.stores.sqlite.prestage import prestaged_type
 ROWS = 8_000
 
 
-def _context() -> RunContext:
-    stats = SimpleNamespace(values={}, get_stats=lambda: {}, inc_value=lambda *a, **k: None)
-    crawler = SimpleNamespace(settings=Settings({}), stats=stats)
-    return RunContext(
-        crawler=crawler, spider=SimpleNamespace(name="crates"), run_id="r1", plugins=None, inputs={}
-    )  # type: ignore[arg-type]
+@dataclass
+class Load:
+    """A store with a load's ingester, and another connection to the file (another writer)."""
+
+    store: SqliteStore
+    ingester: Ingester
+    other: sqlite3.Connection
 
 
-def _versions(first: int) -> pl.DataFrame:
-    ids = pl.int_range(first, first + ROWS, eager=True)
-    given = {"id": ids, "crate_id": ids // 10, "num": ids.cast(pl.String) + ".0.0-some-longer-version-text"}
-    return pl.DataFrame(given).select(
-        *(pl.col(c) if c in given else pl.lit(None, t).alias(c) for c, t in VersionBatch.SCHEMA.items())
-    )
-
-
-def test_batches_are_taken_while_the_ingest_process_waits_for_the_lock(tmp_path: Path) -> None:
+@pytest.fixture
+def load(tmp_path: Path) -> Iterator[Load]:
     path = tmp_path / "crates.db"
-    store = SqliteStore(f"sqlite:///{path}", _context())
-    store.open()
+    store = open_store(path, "r1", source="crates")
     ingester = Ingester.for_store(store)
     assert ingester is not None
     other = sqlite3.connect(path, isolation_level=None, timeout=60)
     try:
-        ingester.put(VersionBatch, _versions(0))  # the staged table made, the process started
-        other.execute("BEGIN IMMEDIATE")  # another writer holds the lock: the ingest process waits
-        handed = threading.Event()
-
-        def hand_over() -> None:
-            for n in range(1, 6):
-                ingester.put(VersionBatch, _versions(n * ROWS))
-            handed.set()
-
-        threading.Thread(target=hand_over, daemon=True).start()
-        # Read ahead, the five batches (2 MB) are taken although none can be written yet.
-        assert handed.wait(30), "the loading process was held up by the ingest process's wait"
-        other.execute("COMMIT")
-        ingester.finish()
-        (count,) = other.execute("SELECT count(*) FROM version_records_next").fetchone()
-        assert count == 6 * ROWS
+        yield Load(store, ingester, other)
     finally:
         if other.in_transaction:
             other.execute("ROLLBACK")
@@ -76,14 +55,50 @@ def test_batches_are_taken_while_the_ingest_process_waits_for_the_lock(tmp_path:
         store.close("finished")
 
 
+def _frame(batch_type: type, given: dict) -> pl.DataFrame:
+    """``given`` columns, the rest of the kind's schema null."""
+    frame = pl.DataFrame(given)
+    return frame.select(
+        *(pl.col(c) if c in given else pl.lit(None, t).alias(c) for c, t in batch_type.SCHEMA.items())
+    )
+
+
+def _versions(first: int) -> pl.DataFrame:
+    ids = pl.int_range(first, first + ROWS, eager=True)
+    nums = ids.cast(pl.String) + ".0.0-some-longer-version-text"
+    return _frame(VersionBatch, {"id": ids, "crate_id": ids // 10, "num": nums})
+
+
+def _waiting(turn: Turn, gone: threading.Event) -> threading.Thread:
+    waiting = threading.Thread(target=TurnWaiter(turn.fd).wait, args=(gone,))
+    waiting.start()
+    return waiting
+
+
+def test_batches_are_taken_while_the_ingest_process_waits_for_the_lock(load: Load) -> None:
+    load.ingester.put(VersionBatch, _versions(0))  # the staged table made, the process started
+    load.other.execute("BEGIN IMMEDIATE")  # another writer holds the lock: the ingest process waits
+    handed = threading.Event()
+
+    def hand_over() -> None:
+        for n in range(1, 6):
+            load.ingester.put(VersionBatch, _versions(n * ROWS))
+        handed.set()
+
+    threading.Thread(target=hand_over, daemon=True).start()
+    # Read ahead, the five batches (2 MB) are taken although none can be written yet.
+    assert handed.wait(30), "the loading process was held up by the ingest process's wait"
+    load.other.execute("COMMIT")
+    load.ingester.finish()
+    assert load.other.execute("SELECT count(*) FROM version_records_next").fetchone() == (6 * ROWS,)
+
+
 def test_the_ingest_process_starts_no_transaction_while_the_stores_writer_wants_the_lock() -> None:
     turn = Turn.made()
     assert turn is not None
-    waiter, gone = TurnWaiter(turn.fd), threading.Event()
     try:
         with turn.taken():
-            waiting = threading.Thread(target=waiter.wait, args=(gone,))
-            waiting.start()
+            waiting = _waiting(turn, threading.Event())
             waiting.join(0.3)
             assert waiting.is_alive(), "the ingest process went on while the store's writer wanted the lock"
         waiting.join(10)
@@ -95,11 +110,10 @@ def test_the_ingest_process_starts_no_transaction_while_the_stores_writer_wants_
 def test_a_flag_left_up_by_a_loader_that_is_gone_holds_nothing() -> None:
     turn = Turn.made()
     assert turn is not None
-    waiter, gone = TurnWaiter(turn.fd), threading.Event()
+    gone = threading.Event()
     try:
         with turn.taken():
-            waiting = threading.Thread(target=waiter.wait, args=(gone,))
-            waiting.start()
+            waiting = _waiting(turn, gone)
             gone.set()  # the loading process's pipe ended
             waiting.join(10)
             assert not waiting.is_alive()
@@ -107,58 +121,27 @@ def test_a_flag_left_up_by_a_loader_that_is_gone_holds_nothing() -> None:
         turn.close()
 
 
-def test_the_stores_writer_goes_first_only_while_an_ingest_process_runs(tmp_path: Path) -> None:
-    store = SqliteStore(f"sqlite:///{tmp_path / 'crates.db'}", _context())
-    store.open()
-    ingester = Ingester.for_store(store)
-    assert ingester is not None
-    try:
-        assert store.turn is None
-        ingester.put(VersionBatch, _versions(0))
-        assert store.turn is not None
-        ingester.finish()
-        assert store.turn is None
-    finally:
-        ingester.discard()
-        store.close("finished")
+def test_the_stores_writer_goes_first_only_while_an_ingest_process_runs(load: Load) -> None:
+    assert load.store.turn is None
+    load.ingester.put(VersionBatch, _versions(0))
+    assert load.store.turn is not None
+    load.ingester.finish()
+    assert load.store.turn is None
 
 
-def test_an_ingested_batch_takes_no_lock_and_its_pages_are_claimed_with_the_switch(tmp_path: Path) -> None:
-    path = tmp_path / "crates.db"
-    store = SqliteStore(f"sqlite:///{path}", _context())
-    store.open()
-    ingester = Ingester.for_store(store)
-    assert ingester is not None
-    other = sqlite3.connect(path, isolation_level=None, timeout=60)
-    try:
-        written, rows = ingester.put(VersionBatch, _versions(0))
-        batch = prestaged_type(staged(VersionBatch))("crates", rows, page="s/versions#1", page_rows=ROWS)
-        batch.stage_file = written  # type: ignore[attr-defined]
-        other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
-        stored = threading.Event()
-        threading.Thread(target=lambda: (store.write_batch(batch), stored.set()), daemon=True).start()
-        assert stored.wait(30), "the store's writer queued for the lock for a batch it does not write"
-        other.execute("COMMIT")
-        ingester.finish()
-        assert other.execute("SELECT page FROM pages").fetchall() == []  # no snapshot yet
-        snapshot = pl.DataFrame(
-            {"snapshot": ["s"], "timestamp": ["2026-09-01T02:00:03Z"], "tables": [1], "rows": [ROWS]}
-        )
-        snapshot = snapshot.select(
-            *(
-                pl.col(c) if c in snapshot.columns else pl.lit(None, t).alias(c)
-                for c, t in DumpSnapshotBatch.SCHEMA.items()
-            )
-        )
-        store.write_batch(DumpSnapshotBatch("crates", snapshot, page="s/end", page_rows=1))
-        assert other.execute("SELECT page, rows FROM pages ORDER BY page").fetchall() == [
-            ("s/end", 1),
-            ("s/versions#1", ROWS),
-        ]
-        assert other.execute("SELECT count(*) FROM version_records").fetchone() == (ROWS,)
-    finally:
-        if other.in_transaction:
-            other.execute("ROLLBACK")
-        other.close()
-        ingester.discard()
-        store.close("finished")
+def test_an_ingested_batch_takes_no_lock_and_its_pages_are_claimed_with_the_switch(load: Load) -> None:
+    written, rows = load.ingester.put(VersionBatch, _versions(0))
+    batch = prestaged_type(staged(VersionBatch))("crates", rows, page="s/versions#1", page_rows=ROWS)
+    batch.stage_file = written  # type: ignore[attr-defined]
+    load.other.execute("BEGIN IMMEDIATE")  # another writer holds the lock
+    stored = threading.Event()
+    threading.Thread(target=lambda: (load.store.write_batch(batch), stored.set()), daemon=True).start()
+    assert stored.wait(30), "the store's writer queued for the lock for a batch it does not write"
+    load.other.execute("COMMIT")
+    load.ingester.finish()
+    assert load.other.execute("SELECT page FROM pages").fetchall() == []  # no snapshot yet
+    snapshot = _frame(DumpSnapshotBatch, {"snapshot": ["s"], "tables": [1], "rows": [ROWS]})
+    load.store.write_batch(DumpSnapshotBatch("crates", snapshot, page="s/end", page_rows=1))
+    pages = load.other.execute("SELECT page, rows FROM pages ORDER BY page").fetchall()
+    assert pages == [("s/end", 1), ("s/versions#1", ROWS)]
+    assert load.other.execute("SELECT count(*) FROM version_records").fetchone() == (ROWS,)
