@@ -47,7 +47,7 @@ def empty_staging(store: Any, source: str) -> list[str]:
         from trawl.stores.sqlite import kinds as sqlite_kinds
 
         def drop() -> list[str]:
-            store.forget_ingested()
+            store.ledger.forget_noted()
             return sqlite_kinds.drop_staged(store.connection, kinds, run, source, is_staged_page)
 
         dropped = store.on_writer(drop)

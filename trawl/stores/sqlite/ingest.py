@@ -202,11 +202,13 @@ class Ingester:
             self._closed = True
 
     def _end_turn(self) -> None:
-        """The worker is gone: the store's writer takes the lock as any writer again."""
-        if self._turn is not None:
+        """The worker is gone: the store's writer takes the lock as any writer again (once: a
+        finish and a discard on two threads must not close a descriptor number twice)."""
+        with self._mutex:
+            turn, self._turn = self._turn, None
+        if turn is not None:
             self.store.turn = None
-            self._turn.close()
-            self._turn = None
+            turn.close()
 
     def _failure(self) -> str:
         """The worker's one line, once it has exited (killed meanwhile if it had not)."""

@@ -58,8 +58,10 @@ class Turn:
 
     def close(self) -> None:
         """The descriptor closed; the mapping stays for a writer still inside :meth:`taken`."""
-        with contextlib.suppress(OSError):
-            os.close(self.fd)
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
 
 class TurnWaiter:

@@ -4,7 +4,7 @@ A db-dump load hands the store's writer batches whose rows it does not bind
 again: the load's own process wrote them into ``<kind>_records_next``
 (:mod:`.ingest`), and the batch says so (:class:`Prestaged`, ``stage_file`` is
 :data:`INGESTED`); the writer notes its pages, to claim them in the ledger with
-the switch (:mod:`.ingestledger`), and returns its rows as stored. The writer's
+the switch (:mod:`.ledger`), and returns its rows as stored. The writer's
 half of an attached batch file (:func:`attach`, :func:`detach`) serves a batch
 that names one; a load of an earlier version wrote one a batch
 (``<store>-stage-<pid>@<host>-<n>``), and the files a killed one left are

@@ -42,10 +42,9 @@ from trawl.settings_checks import Setting, one_of, read, whole
 from trawl.stores.contract import KEYED_KINDS, PartlyStored
 from trawl.stores.location import data_dir
 from trawl.stores.sqlite.errors import describe, store_error
-from trawl.stores.sqlite.ingestledger import IngestedPages
+from trawl.stores.sqlite.ledger import PageLedger
 from trawl.stores.sqlite.readside import SqliteReadSide, sqlite_path
 from trawl.stores.sqlite.schema import (
-    CLAIM_PAGES,
     SCHEMA,
     STAGING,
     stage_from_sql,
@@ -145,8 +144,8 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
         #: While a dump load's ingest process writes into this file: this store's writer goes
         #: first at the write lock (:mod:`.ingestturn`; set and cleared by :mod:`.ingest`).
         self.turn: Turn | None = None
-        #: The pages of the batches a load's ingest process wrote, claimed with the switch.
-        self._ingested = IngestedPages()
+        #: The page ledger's claims (:mod:`.ledger`).
+        self.ledger = PageLedger()
 
     # --- opening and closing -----------------------------------------------------------
 
@@ -321,8 +320,8 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
                 source = self._writer.bulk.put(con, rows)
             con.execute("BEGIN IMMEDIATE")
             if type(batch).SWITCHES:
-                self._ingested.claim(con, lambda c, source, pages: self._claim_pages(c, source, pages, now))
-            skipped = self._claim_or_undo(con, batch, now, "ROLLBACK")
+                self.ledger.claim_noted(con, self.run, now)
+            skipped = self.ledger.claim_or_undo(con, self.run, batch, now, "ROLLBACK")
             if skipped:
                 return 0, skipped
             table = self._table(con, type(batch))
@@ -330,7 +329,7 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
             con.execute("COMMIT")
             self._writer.committed(con, self.path)
             if type(batch).SWITCHES:  # the staged tables are live ones now: a later load starts anew
-                self._ingested.forget()
+                self.ledger.forget_noted()
                 switched = set(type(batch).SWITCHES)
                 for batch_type in [t for t in self._tables if t.STAGED and t.kind in switched]:
                     del self._tables[batch_type]
@@ -354,18 +353,14 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
 
     def _claim_later(self, batch: Batch) -> tuple[int, int]:
         """A batch whose rows the load's ingest process wrote: its pages are claimed with the
-        switch (:mod:`.ingestledger`); the checkpointer is poked to copy what it wrote."""
+        switch (:mod:`.ledger`); the checkpointer is poked to copy what it wrote."""
         import polars as pl
 
         assert self.connection is not None and self._writer is not None
-        self._ingested.note(batch.source, batch.pages)
+        self.ledger.note(batch.source, batch.pages)
         self._writer.committed(self.connection, self.path)
         batch.frame = batch.frame.with_columns(pl.lit(True).alias("new"), pl.lit(False).alias("repeat"))
         return batch.frame.height, 0
-
-    def forget_ingested(self) -> None:
-        """A load starts: pages noted by an earlier one that never switched are not claimed."""
-        self._ingested.forget()
 
     def _refusal(self) -> str:
         return f"not written: an earlier batch failed ({self._failed})"
@@ -383,7 +378,8 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
         stored, new records, pages stored before). ``rows``: its rowids in the bulk scratch table."""
         now = self._next_batch_time()
         con.execute("SAVEPOINT url_batch")
-        skipped = self._claim_or_undo(con, batch, now, "ROLLBACK TO url_batch", "RELEASE url_batch")
+        undo = ("ROLLBACK TO url_batch", "RELEASE url_batch")
+        skipped = self.ledger.claim_or_undo(con, self.run, batch, now, *undo)
         if skipped:
             return None, 0, skipped
         written, new = self._write_urls(con, batch.frame, now, rows)
@@ -423,29 +419,6 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
             table.create(con, self.run)
         return table
 
-    def _claim_or_undo(self, con: sqlite3.Connection, batch: Batch, now: float, *undo: str) -> int:
-        """Claim the batch's pages in the ledger (in the open transaction or savepoint); 0 when claimed.
-        When this run stored them all before: ``undo`` run (its rollback), every row marked ``repeat``,
-        the number of pages returned; ``PartlyStored`` when some."""
-        pages = batch.pages
-        claimed = self._claim_pages(con, batch.source, pages, now) if pages else 0
-        if claimed == len(pages):
-            return 0
-        # This run stored the page before (a resumed run, a refetch):
-        # merging it again would count its captures twice.
-        import polars as pl
-
-        for statement in undo:
-            con.execute(statement)
-        if claimed:
-            raise PartlyStored(f"{len(pages) - claimed} of {len(pages)} pages stored before")
-        batch.frame = batch.frame.with_columns(pl.lit(False).alias("new"), pl.lit(True).alias("repeat"))
-        return len(pages)
-
-    def _claim_pages(self, con: sqlite3.Connection, source: str, pages: dict[str, int], now: float) -> int:
-        """Record the pages in the ledger (one statement); how many this run did not have already."""
-        return con.execute(CLAIM_PAGES, (self.run, source, now, orjson.dumps(pages).decode())).rowcount
-
     def newest(self, batch_type: type[Batch], column: str) -> Any:
         """The greatest ``column`` among a declared kind's live records (None: none yet): the
         crates source asks for the newest db-dump loaded, to skip one that is not newer."""
@@ -457,12 +430,7 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
     def done_pages(self, source: str) -> dict[str, int]:
         """Pages this run stored already (page key -> upstream rows): what a resumed run skips."""
         assert self._writer is not None, "store not open"
-        return self._writer.call(self._done_pages, source)
-
-    def _done_pages(self, source: str) -> dict[str, int]:
-        assert self.connection is not None
-        sql = "SELECT page, rows FROM pages WHERE run = ? AND source = ?"
-        return dict(self.connection.execute(sql, (self.run, source)))
+        return self._writer.call(lambda: self.ledger.done(self.connection, self.run, source))
 
     def read_kind(self, batch_type: type[Batch], columns: Sequence[str]) -> pl.DataFrame:
         """Stored columns of a declared kind (:class:`~trawl.stores.contract.KindReadingStore`), read on
