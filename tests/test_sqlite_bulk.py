@@ -19,6 +19,7 @@ from trawl.errors import StoreError
 from trawl.records.kinds import staged
 from trawl.sources.crates.records import CrateBatch, VersionBatch
 from trawl.stores.sqlite.bulk import BulkStage, available, scratch_path
+from trawl.stores.sqlite.errors import describe_driver_error
 from trawl.stores.sqlite.kinds import KindTable
 
 VERSIONS = pl.DataFrame(
@@ -112,3 +113,18 @@ def test_a_full_disk_during_a_bulk_load_is_said_as_sqlite_s_own_full_disk(small_
     finally:
         bulk.close()
         con.close()
+
+
+def test_a_scratch_file_damaged_by_a_full_disk_is_said_as_the_full_disk(
+    small_disk: Path, tmp_path: Path
+) -> None:
+    """Without a journal, a write the disk refused leaves a half-written page, and SQLite's next
+    word is "malformed": on a nearly full folder that is the full disk; elsewhere, the damage."""
+    damaged = Exception("INTERNAL: failed to execute: database disk image is malformed")
+    full = describe_driver_error(damaged, str(small_disk / "store.db-load-1@host"))
+    assert full == "the disk is full (SQLite: database or disk is full)"
+    roomy = describe_driver_error(damaged, str(tmp_path / "store.db-load-1@host"))
+    assert (
+        roomy
+        == "the store file is damaged (truncated or overwritten) (SQLite: database disk image is malformed)"
+    )

@@ -53,6 +53,10 @@ _WORDS = {
 }
 
 
+#: What SQLite may say after a write the disk refused: the scratch file has no journal
+#: (:mod:`.bulk`), so a half-written page reads as damaged next. Said as the full disk when the
+#: folder is nearly full (a crawl onto a 300 KB tmpfs gave "database disk image is malformed").
+_AFTER_A_FAILED_WRITE = frozenset({11, 10})
 #: Free bytes under which a failed write's folder counts as full (a few SQLite pages).
 _NEARLY_FULL = 1 << 20
 
@@ -68,14 +72,17 @@ def describe_driver_error(exc: Exception, path: str) -> str:
     is said as the full disk it is.
     """
     message = (str(exc).splitlines() or [type(exc).__name__])[0]
-    for words, code in _WORDS.items():
-        if words in message:
-            return f"{_CAUSES[code]} (SQLite: {words})"
+    code, words = next(((c, w) for w, c in _WORDS.items() if w in message), (None, ""))
+    said = f"{_CAUSES[code]} (SQLite: {words})" if code is not None else None
+    if said is not None and code not in _AFTER_A_FAILED_WRITE:
+        return said
     try:
         free = shutil.disk_usage(os.path.dirname(os.path.abspath(path))).free
     except OSError:
-        return message
-    return f"{_CAUSES[13]} (SQLite: database or disk is full)" if free < _NEARLY_FULL else message
+        free = _NEARLY_FULL
+    if free < _NEARLY_FULL:
+        return f"{_CAUSES[13]} (SQLite: database or disk is full)"
+    return said or message
 
 
 def store_error(what: str, exc: sqlite3.Error) -> StoreError:
