@@ -113,6 +113,55 @@ def bare_client(base_url: str, targets: list[str], threads: int) -> dict[str, fl
     return {"seconds": time.perf_counter() - started, "urls": len(urls), "cpu": time.process_time()}
 
 
+SCRAPY_PEER = """
+import json, sys, time
+import scrapy
+from scrapy.crawler import CrawlerProcess
+
+job = json.loads(sys.argv[1])
+
+
+class Pages(scrapy.Spider):
+    name = "pages"
+    urls: set = set()
+
+    async def start(self):
+        for target in job["targets"]:
+            yield scrapy.Request(job["origin"] + target, dont_filter=True)
+
+    def parse(self, response):
+        self.urls.update(line.split(b" ", 1)[0] for line in response.body.splitlines() if line)
+
+
+process = CrawlerProcess({
+    "LOG_LEVEL": "ERROR", "TELNETCONSOLE_ENABLED": False, "ROBOTSTXT_OBEY": False,
+    "CONCURRENT_REQUESTS": job["threads"], "CONCURRENT_REQUESTS_PER_DOMAIN": job["threads"],
+    "DOWNLOAD_MAXSIZE": 0, "DOWNLOAD_WARNSIZE": 0,
+    # Off as in trawl's crawl: Scrapy loads its remote control's web server (aiohttp) otherwise.
+    "REMOTE_CONTROL_ENABLED": False,
+    "EXTENSIONS": {"scrapy.extensions.remote_control.RemoteControl": None},
+})
+process.crawl(Pages)
+process.start()
+print(json.dumps({"urls": len(Pages.urls)}))
+"""
+
+
+def run_scrapy_peer(base_url: str, targets: list[str], threads: int) -> dict[str, float]:
+    """The peer a Scrapy framework cannot beat: a bare Scrapy spider in a process of its own,
+    start to exit, that fetches the same pages (gzip, Scrapy's default middlewares), splits
+    the lines and keeps the URLs in a set. Its start-up (interpreter, Scrapy, Twisted's
+    reactor) is counted, as the crawl's is."""
+    parts = urlsplit(base_url)
+    payload = json.dumps({"origin": f"{parts.scheme}://{parts.netloc}", "targets": targets, "threads": threads})
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", SCRAPY_PEER, payload], capture_output=True, text=True)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"the bare Scrapy spider failed: {done.stderr[-2000:]}")
+    return {"seconds": seconds, **json.loads(done.stdout.strip().splitlines()[-1])}
+
+
 def load() -> str:
     """The load average (1, 5, 15 min), printed beside every figure: the machine is shared."""
     return "load {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
@@ -221,6 +270,9 @@ def main() -> None:
         cpu_before = children_cpu()
         floor = run_bare_client(server.base_url, targets, args.concurrency)
         floor_cpu = children_cpu() - cpu_before
+        cpu_before = children_cpu()
+        peer = run_scrapy_peer(server.base_url, targets, args.concurrency)
+        peer_cpu = children_cpu() - cpu_before
     if args.log:
         Path(args.log).write_text(output)
     if args.rss_curve:
@@ -249,6 +301,11 @@ def main() -> None:
     print(
         f"CPU (user + system): trawl {crawl_cpu:.2f} s ({crawl_cpu / elapsed:.2f} cores over its wall),"
         f" the floor {floor_cpu:.2f} s; trawl = {crawl_cpu / floor_cpu:.2f}x the floor's CPU"
+    )
+    print(
+        f"a bare Scrapy spider (start to exit, {peer['urls']:,} distinct raw URLs): {peer['seconds']:.2f} s,"
+        f" {peer_cpu:.2f} s CPU = {peer['seconds'] / floor['seconds']:.2f}x the floor;"
+        f" trawl = {elapsed / peer['seconds']:.2f}x the bare Scrapy spider"
     )
     print(f"peak RSS of the crawl process: {peak_rss_mb:,.0f} MB (target <= 400 MB; 1 GB at 10M captures)")
     print(f"{load_before} at the start, {load()} at the end")
