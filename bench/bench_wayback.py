@@ -153,7 +153,8 @@ def run_scrapy_peer(base_url: str, targets: list[str], threads: int) -> dict[str
     the lines and keeps the URLs in a set. Its start-up (interpreter, Scrapy, Twisted's
     reactor) is counted, as the crawl's is."""
     parts = urlsplit(base_url)
-    payload = json.dumps({"origin": f"{parts.scheme}://{parts.netloc}", "targets": targets, "threads": threads})
+    origin = f"{parts.scheme}://{parts.netloc}"
+    payload = json.dumps({"origin": origin, "targets": targets, "threads": threads})
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", SCRAPY_PEER, payload], capture_output=True, text=True)
     seconds = time.perf_counter() - started
