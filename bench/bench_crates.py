@@ -7,6 +7,8 @@ server, and times in the same run:
 
 * the floor: ``gzip -dc DUMP > /dev/null`` (the zip: every member read);
 * ``trawl crawl crates`` into Parquet only (``CRATES_PARQUET_DIR``, no store);
+* a bare SQLite load (:mod:`bench.crates_sqlite_peer`: polars and ADBC into one file, nothing
+  else), the least a one-file SQLite store's load costs with trawl's libraries;
 * ``trawl crawl crates`` into the SQLite store (and Parquet unless ``--no-parquet``);
 
 each crawl in a process of its own, with its peak RSS and its CPU time
@@ -76,6 +78,25 @@ def floor(archive: Path) -> tuple[float, float]:
     return time.perf_counter() - start, _cpu(usage)
 
 
+def sqlite_peer(archive: Path, workdir: Path) -> tuple[float, float, int, float]:
+    """The bare SQLite load (:mod:`bench.crates_sqlite_peer`): seconds (wall, CPU), its rows and
+    the seconds it spent binding them (one writer, no journal: a one-file store's least)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    store = workdir / "peer.db"
+    store.unlink(missing_ok=True)
+    command = [sys.executable, str(ROOT / "bench" / "crates_sqlite_peer.py"), str(archive), str(store)]
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    said = proc.stdout.read() if proc.stdout is not None else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"the bare SQLite load failed ({os.waitstatus_to_exitcode(status)})")
+    store.unlink(missing_ok=True)
+    rows, binding = said.split()
+    return seconds, _cpu(usage), int(rows), float(binding)
+
+
 def crawl(workdir: Path, code: Path, url: str, settings: dict[str, str]) -> tuple[float, float, float, str]:
     """Seconds (wall, CPU), peak RSS in MB and the last log lines of one ``trawl crawl crates``."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -106,6 +127,7 @@ def main() -> None:
     parser.add_argument("--code", type=Path, default=ROOT, help="the trawl checkout to run")
     parser.add_argument("--no-parquet", action="store_true", help="SQLite alone (a checkout without Parquet)")
     parser.add_argument("--no-sqlite", action="store_true", help="the Parquet-only crawl alone")
+    parser.add_argument("--no-peer", action="store_true", help="without the bare SQLite load (tar.gz only)")
     args = parser.parse_args()
     base = args.keep or Path(tempfile.mkdtemp(prefix="bench-crates-"))
     name = "db-dump.zip" if args.zip else "db-dump.tar.gz"
@@ -134,6 +156,15 @@ def main() -> None:
             sqlite["CRATES_PARQUET_DIR"] = str(base / "work-sqlite" / "pq")
         if not args.no_sqlite:
             runs.append(("sqlite" + ("" if args.no_parquet else "+parquet"), sqlite))
+        if not (args.no_sqlite or args.no_peer or args.zip):
+            floor_s, floor_cpu = floor(archive)
+            seconds, cpu, rows, binding = sqlite_peer(archive, base / "work-peer")
+            print(
+                f"bare SQLite load (peer, one process, no Parquet): {seconds:.1f} s ="
+                f" {seconds / floor_s:.2f}x the floor, CPU {cpu:.1f} s = {cpu / floor_cpu:.2f}x;"
+                f" binding {rows:,} rows {binding:.1f} s"
+                f" ({binding / rows * 1e6:.2f} us a row) = {binding / floor_s:.2f}x the floor ({load()})"
+            )
         for label, settings in runs:
             workdir = base / f"work-{label.split('+')[0]}"
             shutil.rmtree(workdir, ignore_errors=True)
