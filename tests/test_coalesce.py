@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -47,6 +48,22 @@ def test_small_pages_are_stored_together_every_page_in_the_ledger(workdir: Path,
         assert writes < 13
     else:
         assert writes == 13
+
+
+def test_held_pages_go_once_nothing_more_can_come(workdir: Path) -> None:
+    # Held pages may wait a minute for more of their source; but once the last page came and no
+    # request is left, nothing more can come, and the crawl ends without waiting. Pages that
+    # come one after the other still share transactions.
+    with FakeUrlscanServer.from_sample(EXTRA) as srv:
+        result = crawl(workdir, srv, settings={"URLSCAN_PAGE_SIZE": 10, "BATCH_COALESCE_SECONDS": 60})
+    assert_no_traceback(result)
+    assert result.returncode == 0, result.stderr[-2000:]
+    # "finished in 2.1 s": well under the minute the last pages would have waited
+    assert re.search(r"urlscan: complete \(finished\) in \d\.\d s", result.stderr), result.stderr[-2000:]
+    assert set(result.stored()) == FILTERED
+    pages = ledger(workdir / "trawl.db")
+    assert len(pages) == 13
+    assert len({stored_at for _, stored_at in pages}) < 13
 
 
 def test_coalesce_keeps_every_page_and_row() -> None:

@@ -25,6 +25,7 @@ holds downloads back when the store falls behind. A synchronous store's
 
 from __future__ import annotations
 
+import functools
 import logging
 import uuid
 from functools import reduce
@@ -41,7 +42,7 @@ from trawl.common.stopping import close_reason, watch
 from trawl.errors import TrawlUsageError
 from trawl.metrics.collector import time_store_write
 from trawl.pipeline.backlog import StoreBacklog
-from trawl.pipeline.coalesce import Coalescer
+from trawl.pipeline.coalesce import Coalescer, crawler_is_quiet
 from trawl.pipeline.context import RunContext
 from trawl.pipeline.manager import plugin_manager_from_settings
 from trawl.records.batches import Batch, Mask
@@ -73,7 +74,8 @@ class PluginPipeline:
         self.jobdir: str | None = None
         settings = crawler.settings
         rows, wait = settings.getint("BATCH_COALESCE_ROWS"), settings.getfloat("BATCH_COALESCE_SECONDS")
-        self.coalescer = Coalescer(rows, wait, self._run) if rows else None
+        quiet = functools.partial(crawler_is_quiet, crawler)
+        self.coalescer = Coalescer(rows, wait, self._run, quiet) if rows else None
         self.backlog_rows = settings.getint("STORE_BACKLOG_ROWS")
 
     @classmethod
