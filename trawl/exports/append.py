@@ -1,7 +1,7 @@
 """``-o`` appends only the URLs a file lacks: a rerun adds what is new, it does not double the file.
 
 Scrapy's ``-o`` appends every item of the run: the same crawl run twice gave
-a ``urls.txt`` of 16 lines for 8 URLs (issue 9, item 6). Someone watching a
+a ``urls.txt`` of 16 lines for 8 URLs. Someone watching a
 domain appends each run's URLs to one file and reads the new lines (waymore
 appends to ``waymore.txt`` and dedups it; ``anew`` prints only new lines), so
 trawl's exporters, given a file that already holds URLs, read those first

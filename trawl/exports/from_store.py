@@ -5,8 +5,8 @@ writes its files from the store once every source has finished. It writes
 every URL the store holds for the domain (``ReadableStore.read_domain``; only
 the domain itself and ``www.`` with ``-a subs=false``), not only the URLs this
 run touched: the file is the store's view of the domain, so a rerun whose
-sources are down, or that ran fewer sources, still exports everything known
-(issue 9, item 6). ``new`` is true for the URLs this run added to the store;
+sources are down, or that ran fewer sources, still exports everything known.
+``new`` is true for the URLs this run added to the store;
 with ``-a new_only=true`` only those are written (waymore's ``-nlf``).
 
 The files are written like a single source's (:mod:`trawl.exports.storage`):

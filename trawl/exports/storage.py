@@ -2,7 +2,7 @@
 
 Scrapy's file storage opens an ``-O`` target with ``wb`` at the first item (or
 at the end, for an empty feed): a rerun whose upstream was unreachable left a
-0-line ``urls.txt`` although the store still held every URL (issue 9, item 6),
+0-line ``urls.txt`` although the store still held every URL,
 and a run killed half-way left half a file. This storage, registered in
 ``FEED_STORAGES`` for plain paths and ``file://`` URIs, writes an overwriting
 export to a temporary file beside the target and, when the run ends:
@@ -16,7 +16,7 @@ export to a temporary file beside the target and, when the run ends:
   filters that match nothing) cannot tell "nothing there" from "nothing read",
   and the store still holds what earlier runs found. Delete the file to get an
   empty one. A failed run to a new path left a 0-byte file that looked like a
-  true empty answer (issue 15, item 8).
+  true empty answer.
 
 The new file gets the old one's mode; a file that is new gets the process
 umask's (0600 under trawl's ``UMASK``, :mod:`trawl.common.files`).

@@ -3,7 +3,7 @@
 No crawl said what it wrote, and a crawl whose every source failed exported
 2,423 URLs that an earlier run had put in the store (``crawl all`` exports the
 store's view of the domain; ``-O`` keeps a file a run with nothing leaves
-alone): the file looked like this run's work (issue 13, item 6). So each
+alone): the file looked like this run's work. So each
 export ends the run with one line on stderr::
 
     trawl: wrote urls.txt: 2,423 URLs, 0 found by this run

@@ -1,7 +1,7 @@
 """What mining one file finds: endpoints, parameter names, secrets, embedded sources.
 
 These are plain values, not batches: a miner runs in a worker process (mining is
-CPU, issue 18 item 3) and hands back what it found for one file; the caller turns
+CPU) and hands back what it found for one file; the caller turns
 a whole batch of files' findings into polars columns (the ``endpoint`` record kind)
 on its side. Frozen dataclasses with tuples pickle small and compare by value, so
 a corpus test can compare the found set with the expected set directly.

@@ -1,6 +1,6 @@
 """The mining process pool, bridged to Twisted: the reactor thread never parses.
 
-Mining is CPU (issue 18 item 3): tree-sitter, an HTML parser and regexes over
+Mining is CPU: tree-sitter, an HTML parser and regexes over
 megabytes of JavaScript. In the crawl's process it would stall downloads and
 store writes for as long as a file takes, and use one core. So whole batches of
 files go to worker processes (``MINING_PROCESSES``, both cores by default), and

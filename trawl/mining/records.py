@@ -1,4 +1,4 @@
-"""The record kinds mining stores: ``endpoint``, ``secret`` and ``mined`` (issue 18 item 2).
+"""The record kinds mining stores: ``endpoint``, ``secret`` and ``mined``.
 
 Declared like every kind (:mod:`trawl.records.kinds`: ``KEY`` and ``MERGE``), so
 they travel the same spiders -> hooks -> stores path as URLs and the response

@@ -5,7 +5,7 @@ calls, logging) to a few thousand calls per million captures. A batch's
 records are a polars ``DataFrame`` (Arrow memory): parsing, canonical form,
 filter masks, dedup and provenance run as whole-column operations in Rust,
 which also release the GIL. On 320,000 CDX lines polars parses, normalizes
-and aggregates in ~0.6 s where per-row Python took ~4.5 s (issue 8).
+and aggregates in ~0.6 s where per-row Python took ~4.5 s.
 
 Every batch has a ``kind`` (``"capture"``, ``"url"``; crates.io records
 will be another): hooks and stores look at it and leave alone the kinds they
@@ -99,7 +99,7 @@ class Batch:
 
         Per-batch costs (a transaction, a dozen polars calls, each ~0.3-1 ms on
         a small frame) are paid once: 100-row urlscan pages cost ~16 ms each in
-        the SQLite store alone (issue 8).
+        the SQLite store alone.
         """
         first = batches[0]
         kind = type(first)

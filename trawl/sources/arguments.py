@@ -62,7 +62,7 @@ def split_list(value: object) -> list[str]:
 def check_repeated(pairs: list[str], option: str = "-a") -> None:
     """Refuse a ``NAME=VALUE`` given twice: Scrapy keeps the last one without a word.
 
-    ``-a domain=a.com -a domain=b.com`` crawled b.com (issue 13, item 6). Names
+    ``-a domain=a.com -a domain=b.com`` crawled b.com. Names
     are compared as the sources read them, without case.
     """
     seen: set[str] = set()

@@ -149,9 +149,9 @@ class Source(Outcomes, scrapy.Spider):
         class defaults, become its ``DOWNLOAD_*`` settings (:mod:`trawl.sources.limits`).
 
         A CDX page can take a minute to come; an OTX or urlscan page that has not
-        come in 30 s will not (issue 9: 4 x 120 s waits on a server that never
+        come in 30 s will not (4 x 120 s waits on a server that never
         answered). A CDX page is tens of MB at most, an OTX page a few hundred KB
-        (issue 15: an endless page grew to Scrapy's 1 GiB default). A
+        (an endless page grew to Scrapy's 1 GiB default). A
         ``DOWNLOAD_TIMEOUT`` (or ``_MAXSIZE``...) given on the command line wins
         over the per-source defaults, unless the per-source setting was given too.
         """

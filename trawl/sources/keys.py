@@ -25,7 +25,7 @@ def read_keys(settings: Mapping[str, Any], name: str, config: str | None = None)
 
     ``config``: a waymore ``config.yml`` (``-a config=``), whose ``VIRUSTOTAL_API_KEY:``,
     ``URLSCAN_API_KEY:``... were ignored without a word although its filters
-    applied (issue 13, item 6). It ranks above settings as its filters do
+    applied. It ranks above settings as its filters do
     (README: ``settings.py``, ``-s``, ``-a config=``, ``-a``, lowest first).
     """
     layers: list[Mapping[str, Any]] = [settings, os.environ]

@@ -36,7 +36,7 @@ when something reads it back (the crates.io exports), not a widened URL one.
 Capabilities are checked with ``isinstance`` against these runtime-checkable
 Protocols when a crawl starts (:func:`missing_capabilities`): a store that
 lacks one a run needs is refused in one line naming what it lacks, instead of
-the run silently losing resume, ``-o`` or search (issue 8: a third-party store
+the run silently losing resume, ``-o`` or search (a third-party store
 with the three writing methods lost all three without a word).
 
 ``write_batch`` is called on the reactor thread, one batch at a time; a store
@@ -235,7 +235,7 @@ class UrlReportingStore(Protocol):
         """
 
 
-# --- the response kind's reading side (issue 18) ---------------------------------------------
+# --- the response kind's reading side --------------------------------------------------------
 
 
 class ResponseIndex(Protocol):

@@ -3,7 +3,7 @@
 Shared by the SQLite and PostgreSQL stores (each adds what its backend needs:
 SQLite one thread per file and process, :mod:`trawl.stores.sqlite.writer`;
 PostgreSQL one per store, :mod:`trawl.stores.postgresql.writer`). Why a
-thread at all (issue 14): the store's writes were 42% of a four-source
+thread at all: the store's writes were 42% of a four-source
 crawl's profile, all of it on the reactor thread; both drivers release the
 GIL while the database works, so a thread lets the reactor download and
 parse meanwhile and a crawl uses both cores.

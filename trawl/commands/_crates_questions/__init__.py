@@ -1,4 +1,4 @@
-"""Questions users ask of the crates.io data, answered by ``trawl crates ...`` (issue 17, item 4).
+"""Questions users ask of the crates.io data, answered by ``trawl crates ...``.
 
 * :mod:`.layers`: where the columns come from (the store, or the Parquet raw layer);
 * :mod:`.graph`: ``deps`` and ``rdeps [--transitive]`` over each crate's current version;

@@ -362,7 +362,7 @@ class CdxSpider(SourceSpider):
 
         The last counted page is walked past (``showNumPages`` runs behind a
         growing index), and that page was counted too: progress said ``pages
-        7/6`` (issue 13, item 6). An empty page past the count is the end of
+        7/6``. An empty page past the count is the end of
         the walk, not a page; one with rows is, and raises the count (pages
         are numbered from 0: page ``n`` makes it at least ``n + 1``).
         """

@@ -208,7 +208,7 @@ def _salvage_ia_json(text: bytes) -> tuple[list[list[str]], int]:
 
 def _parse_ndjson(text: bytes) -> ParsedPage:
     """pywb's NDJSON: polars' reader for a well-formed page (json decoding per
-    line in Python cost 2.5 s of a 41 s profile, issue 8); line by line, keeping
+    line in Python cost 2.5 s of a 41 s profile); line by line, keeping
     what can be read, for anything else."""
     fast = _read_ndjson(text)
     if fast is not None:
@@ -320,8 +320,8 @@ def undecodable_lines(text: bytes) -> int:
 
     Such a line is still read (a URL with one bad byte is still a URL the
     archive knows), with U+FFFD in place of the bytes, which canonical form
-    turns into ``%EF%BF%BD``: stored without a word before (issue 15, item 8),
-    so the source counts them and says so once (``trawl/undecodable_lines``).
+    turns into ``%EF%BF%BD``: rather than store them without a word,
+    the source counts them and says so once (``trawl/undecodable_lines``).
     Costs one pass over an ASCII page; lines are decoded one by one only when
     the page as a whole does not decode.
     """
@@ -355,7 +355,7 @@ def _split_text(text: bytes, fields: tuple[str, ...] | None) -> ParsedPage:
 
     CDX fields never contain spaces (the index itself is space-separated), so
     a well-formed page is one polars CSV read with a space separator (0.21 s
-    for 320,000 lines against 0.8-1.0 s for ``str.split``, issue 8); anything
+    for 320,000 lines against 0.8-1.0 s for ``str.split``); anything
     else goes line by line. Every line ends with a newline: a last line
     without one was cut off and is not trusted.
     """

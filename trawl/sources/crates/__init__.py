@@ -1,4 +1,4 @@
-"""The crates.io source: the registry's metadata as record kinds of their own (issue 17).
+"""The crates.io source: the registry's metadata as record kinds of their own.
 
 Modules, each with one concern:
 

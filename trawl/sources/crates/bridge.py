@@ -1,6 +1,6 @@
 """``-a domain=``: the crates' own URLs on a domain, into the URL store as source ``crates``.
 
-The bridge from the registry to trawl's URL mission (issue 17, item 6): a
+The bridge from the registry to trawl's URL mission: a
 crate's ``homepage``, ``repository`` and ``documentation`` are URLs its
 authors published, and those on the domain a user follows (and its
 subdomains, unless ``-a subs=false``, as for every URL source) are URLs of that

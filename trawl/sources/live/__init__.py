@@ -1,4 +1,4 @@
-"""``trawl crawl live``: a breadth-first crawl of the live site (issue 19, item 2).
+"""``trawl crawl live``: a breadth-first crawl of the live site.
 
 Modules, each with one concern:
 

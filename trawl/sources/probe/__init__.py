@@ -1,4 +1,4 @@
-"""``trawl crawl probe``: which of the URLs trawl holds answer now, and how (issue 19, item 1).
+"""``trawl crawl probe``: which of the URLs trawl holds answer now, and how.
 
 Modules, each with one concern:
 

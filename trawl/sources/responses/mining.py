@@ -1,4 +1,4 @@
-"""Mining the responses a run stores (or had stored): endpoints, parameters, secrets (issue 18 item 2).
+"""Mining the responses a run stores (or had stored): endpoints, parameters, secrets.
 
 The stage watches the responses source's own ``response`` batches leave the item
 pipeline (Scrapy's ``item_scraped``: their files are written and the index row

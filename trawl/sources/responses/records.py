@@ -7,7 +7,7 @@ paths, a page that did not change for years) share one file and one download:
 the miner reads each file once and finds every capture it stands for by
 ``digest``.
 
-Why a capture, not a file, is the record: a miner (issue 18 item 2) tells when an
+Why a capture, not a file, is the record: a miner tells when an
 endpoint appeared and disappeared, which needs every capture's timestamp, while
 one download per digest keeps the archive's budget for new content.
 

@@ -1,6 +1,6 @@
 """A urlscan search page decoded to the fields trawl reads, and nothing else.
 
-A page of 10,000 results (``URLSCAN_PAGE_SIZE``, issue 14) is about 20 MB of
+A page of 10,000 results (``URLSCAN_PAGE_SIZE``) is about 20 MB of
 JSON; ``orjson.loads`` made every field of every result a Python object (the
 ``stats``, ``task`` and ``page`` objects, ``screenshot``, ``_id``...), several
 times the page's size while the page was read, and set the four-source

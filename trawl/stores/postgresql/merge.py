@@ -6,7 +6,7 @@
 2. :func:`merge`: :data:`~trawl.stores.postgresql.schema.MERGE` inserts the
    new URLs, merges the known ones, and returns their merged provenance as
    one JSON text that polars reads (a cursor's tuples cost ~3 µs a row in
-   the SQLite store's measurements, issue 14);
+   the SQLite store's measurements);
 3. :func:`with_merged` (SQLite's): the batch's frame as stored, ``new`` and
    ``repeat`` set.
 

@@ -2,8 +2,8 @@
 
 A PostgreSQL restart (a minor upgrade, a failover, ``pg_ctl restart``) is not
 the crawl's fault, nor the upstream's: before, the batch being written failed
-the crawl (``partial``), and a worker dead-lettered its task (issue 25, item
-7). Now the store's writer thread treats a lost connection (connection
+the crawl (``partial``), and a worker dead-lettered its task.
+Now the store's writer thread treats a lost connection (connection
 refused, the server shutting down or starting up, the session ended by
 ``pg_ctl stop``, the socket closed under it) as an outage: it reconnects with a
 delay doubling from :data:`FIRST_DELAY` to :data:`MAX_DELAY`, for at most

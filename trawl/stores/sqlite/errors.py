@@ -4,7 +4,7 @@ SQLite's own words hide the cause an operator acts on: a full disk is
 ``database or disk is full``, a file of garbage is ``file is not a
 database``, and a failure inside a transaction used to surface as the
 ``cannot rollback - no transaction is active`` of the ROLLBACK that followed
-it (issue 15: 66 warnings, no word of the disk). So every ``sqlite3.Error``
+it (66 warnings, no word of the disk). So every ``sqlite3.Error``
 that leaves the store goes through :func:`store_error`: the cause first, by
 SQLite's primary result code (``sqlite_errorcode``, Python 3.11+), SQLite's
 own message after it.

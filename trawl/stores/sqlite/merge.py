@@ -10,8 +10,8 @@
    their merged provenance, as one JSON text polars reads back.
 
 The old merge inserted, looked the known URLs up, merged them and read them
-back row by row: four passes, two of them through Python objects (issue 14:
-11.0 s of ``executemany`` and 7.0 s of ``execute`` in a 56 s profile).
+back row by row: four passes, two of them through Python objects (11.0 s
+of ``executemany`` and 7.0 s of ``execute`` in a 56 s profile).
 
 Measured and not taken: staging from one JSON text that polars writes
 (``INSERT ... SELECT FROM json_each(?)``, no Python object per row) cost

@@ -4,7 +4,7 @@ Read-only connections of their own (``mode=ro``), never the writer thread's:
 they run after the crawl, or beside it in another process. Every
 ``sqlite3.Error`` leaves as a :class:`~trawl.errors.StoreError` that names the
 cause (:mod:`.errors`): a store that is not a database, or is damaged, made
-``crawl all -O`` end in a ``sqlite3.DatabaseError`` traceback (issue 15).
+``crawl all -O`` end in a ``sqlite3.DatabaseError`` traceback.
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ def read_domain(path: str, domain: str, size: int) -> Iterator[UrlBatch]:
 def _read(path: str, new: str, where: str, params: tuple[Any, ...], size: int) -> Iterator[UrlBatch]:
     """The rows ``where`` selects, in URL order, ``size`` at a time, each frame one JSON text
     that SQLite writes and polars reads: no Python object per row (a ``fetchmany`` of tuples
-    cost ~3 µs a row, the export of 300,000 URLs 5.7 s in issue 14)."""
+    cost ~3 µs a row, the export of 300,000 URLs 5.7 s)."""
     fields = ", ".join(f"'{name}', {name}" for name in _READ_SCHEMA)
     after, limit = len(params) + 1, len(params) + 2
     sql = (

@@ -3,7 +3,7 @@
 Every statement of a crawl's store runs here: ``open``, each batch, the
 ledger, ``close``. The pipeline hands a batch over and awaits it
 (:meth:`WriterThread.submit`); the reactor meanwhile downloads and parses
-other pages, so a multi-source crawl keeps both cores busy (issue 14: the
+other pages, so a multi-source crawl keeps both cores busy (the
 store's writes took 42% of the profile, all of it on the reactor thread,
 and urlscan's next page waited up to 1.4 s behind another source's batch).
 
@@ -22,7 +22,7 @@ all of them write on the file's one thread, one transaction after the other
 as on the reactor before. A thread each would make them wait for each other's
 write lock in SQLite's busy handler, which sleeps up to 100 ms at a time; a
 connection each held a page cache (``SQLITE_CACHE_MB``) and a staging table
-each, four times the memory for the same pages (issue 14: peak RSS 450 MB
+each, four times the memory for the same pages (peak RSS 450 MB
 against 340 MB before the writer thread). The first store to open the file
 makes the connection with its settings; the last one to close ends it.
 
