@@ -4,7 +4,7 @@ Scrapy finds a project's settings, and with them its commands
 (``COMMANDS_MODULE``: ``search``, ``plugins``, trawl's ``crawl``), through a
 ``scrapy.cfg`` in the current directory or above it, or through
 ``SCRAPY_SETTINGS_MODULE``. Run anywhere else, ``scrapy search '*'`` said
-"Unknown command: search" (issue 9). ``trawl`` sets
+"Unknown command: search". ``trawl`` sets
 ``SCRAPY_SETTINGS_MODULE=trawl.settings`` (unless it is set already: a
 project built on trawl names its own module) and runs Scrapy's command line,
 so every command and argument is Scrapy's: ``trawl crawl wayback -a
@@ -14,7 +14,7 @@ are relative to the directory it is started in; the default store is the same
 from every directory (:mod:`trawl.stores.location`).
 
 Users type ``trawl``, so help and usage say ``trawl`` (``trawl -h`` said
-``Usage: scrapy <command>``, issue 13) and list trawl's commands: Scrapy's
+``Usage: scrapy <command>``) and list trawl's commands: Scrapy's
 project-scaffolding and debugging commands (:data:`HIDDEN`) are left out of
 the list, since trawl's sources are not a project's spiders, though they still
 run for whoever types them. Scrapy has no hook for its command line's wording,

@@ -160,7 +160,7 @@ SOURCE_DOWNLOAD_TIMEOUT: dict[str, float] = {}
 # Bytes an answer may have, counted after decompression too; each built-in source declares its
 # own (default_download_maxsize: CDX 64/32 MiB, API pages 8-64 MiB), SOURCE_DOWNLOAD_MAXSIZE
 # overrides them. This is what a plugin's source without one gets: Scrapy's 1 GiB let one endless
-# page take a crawl to 1.17 GB of RSS (issue 15). 0: no limit.
+# page take a crawl to 1.17 GB of RSS. 0: no limit.
 DOWNLOAD_MAXSIZE = 64 * 1024 * 1024
 DOWNLOAD_WARNSIZE = 32 * 1024 * 1024
 SOURCE_DOWNLOAD_MAXSIZE: dict[str, int] = {}
@@ -172,7 +172,7 @@ RETRY_HTTP_CODES = [500, 502, 503, 504, 522, 524, 408, 429]
 RETRY_GIVE_UP_LOG_LEVEL = "WARNING"
 # A body that does not parse is retried from the spider's callback (trawl.politeness.retryrule):
 # the retry carries its count on purpose, which Scrapy's MetaCopyDetectionMiddleware would
-# otherwise report as a key copied by mistake from response.meta (issue 15, item 8).
+# otherwise report as a key copied by mistake from response.meta.
 META_COPY_WARN_SKIP_KEYS = ["retry_times"]
 # No cookie jar: the APIs need none, and Scrapy's jar would fetch the public
 # suffix list over the network (tldextract) the first time it sees a cookie.

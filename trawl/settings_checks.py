@@ -25,7 +25,7 @@ and never creates anything.
 Every duration has an upper bound (:func:`seconds`, ``maximum``; one day
 unless the declaration says otherwise, and every one of trawl's says, with
 its reason): ``NOTIFY_TIMEOUT=1e9`` was accepted and kept a process alive
-until a hanging receiver let go (issue 15), and a wait nobody would choose
+until a hanging receiver let go, and a wait nobody would choose
 is a typo or a unit mistake (milliseconds), better refused in one line than
 discovered a day later. ``inf`` and ``nan`` are not numbers of seconds.
 """

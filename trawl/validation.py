@@ -3,7 +3,7 @@
 A value read where raising cannot stop the run fails open: a malformed
 ``RATE_LIMITS`` was read in two ``spider_opened`` signal handlers, whose
 tracebacks Scrapy logs and swallows, so the source's gate never started and
-its requests went out ungated (issue 9); ``PROGRESS_INTERVAL=abc`` ended in
+its requests went out ungated; ``PROGRESS_INTERVAL=abc`` ended in
 asyncio's "Task exception was never retrieved"; ``RETRY_LIMITS={"wayback": -1}``
 was taken as it came. Here each core setting has its check, declared next to
 its name in :data:`SETTINGS`; every component declares its own
@@ -337,7 +337,7 @@ def known_setting_names(settings: BaseSettings) -> list[str]:
 def check_setting_names(settings: BaseSettings) -> None:
     """Refuse a name typed with ``-s`` that nothing defines but that is one typo from a trawl setting.
 
-    ``-s PROGRES_INTERVAL=5`` was silently ignored (issue 13, item 6). A name
+    ``-s PROGRES_INTERVAL=5`` was silently ignored. A name
     far from every trawl setting stays allowed: Scrapy has hundreds, and
     extensions and spiders read their own. Known means trawl's or one of
     Scrapy's defaults.

@@ -1,4 +1,4 @@
-"""ERROR lines counted per crawler: what a source's outcome reads (issue 9, item 4).
+"""ERROR lines counted per crawler: what a source's outcome reads.
 
 Scrapy's ``log_count/ERROR`` is counted by a handler on the root logger per
 crawler, and each of those handlers counts every record of the process: in

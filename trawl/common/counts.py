@@ -1,6 +1,6 @@
 """Counts as a reader says them: "1 request", "2 requests", "1,204 URLs".
 
-Progress lines and summaries read "1 requests" and "1 errors" before (issue 9).
+A bare number and noun read "1 requests" and "1 errors" in progress lines and summaries.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Why a source got nothing, in two words, from its stats: ``HTTP 503``, ``timeout``, ``blocked``.
 
 ``check_only`` reported a source whose counting request failed as "0 requests,
-0 s", an estimate nobody could tell from a real one (issue 9); it now says
+0 s", an estimate nobody could tell from a real one, so it says
 ``unknown (HTTP 503)``.
 """
 

@@ -4,7 +4,7 @@ A store holds every URL a user collected, some with tokens in their query
 strings; a log names the targets; an export is the store's view of a domain.
 Under a custom ``STORE_URI``, ``LOG_FILE`` and ``-o``/``-O`` they were created
 0644, readable by every account on the machine, while the default store's
-folder was 0700 (issue 15, item 8). trawl sets the process umask once, before
+folder was 0700. trawl sets the process umask once, before
 its first file is opened, from ``UMASK`` (default ``077``): every file any part
 of the run creates is then 0600 and every folder 0700 (SQLite's store and its
 ``-wal``/``-shm``, ``LOG_FILE``, exports, ``JOBDIR`` state, reports, the

@@ -1,6 +1,6 @@
 """trawl's log handler: a short console, everything in ``LOG_FILE``, JSON on request.
 
-A default ``make crawl`` printed 598 stderr lines (issue 9): Scrapy's 12-line
+A default ``make crawl`` printed 598 stderr lines: Scrapy's 12-line
 start banner, then per source the overridden settings, four "Enabled ..." lists
 and the stats dump, around seven useful lines, and every one-line ``trawl:
 error:`` came after the banner. The console now shows, at ``LOG_LEVEL=INFO``,

@@ -8,7 +8,7 @@ itself, not in a handler or an extension, because Scrapy replaces the root
 handler whenever a crawler is made (``Crawler._update_root_log_handler``) and
 the Progress extension that used to re-attach a handler filter can be switched
 off: with ``PROGRESS_INTERVAL=-1`` a DEBUG VirusTotal run printed
-``...report?apikey=<the key>`` twice (issue 9). Whatever handler, formatter or
+``...report?apikey=<the key>`` twice. Whatever handler, formatter or
 ``LOG_FILE`` writes a record, and whichever component is disabled, the record
 cannot show a key. Stats and stored records never receive request URLs, only
 the URLs a source reported.

@@ -2,7 +2,7 @@
 
 Scrapy's ``create_deprecated_class`` calls ``inspect.stack()`` to name the alias's
 module. ``inspect.stack()`` reads every frame's source line and resolves every
-frame's module by scanning ``sys.modules`` (CPython issue 92041); at a crawl's start
+frame's module by scanning ``sys.modules`` (CPython gh-92041); at a crawl's start
 the stack is deep and 1,100 modules are loaded, and Scrapy's TLS context modules
 (three aliases) took 0.15 s of CPU to import instead of 0.01. Only the caller's frame
 is used, so for the length of such an import ``inspect.stack`` gives the two frames

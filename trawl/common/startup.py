@@ -2,7 +2,7 @@
 
 Until Scrapy's reactor runs (imports, settings, plugins, checks, the store),
 Python's own SIGINT handler raised ``KeyboardInterrupt`` wherever the code was,
-and a Ctrl-C printed a 50-line traceback (issue 15). This module imports
+and a Ctrl-C printed a 50-line traceback. This module imports
 nothing heavy, so that ``trawl/cli.py`` can install it before it imports
 Scrapy; Scrapy replaces it with its own handlers once the reactor has started
 (see :mod:`trawl.common.stopping` for what a signal does from then on).

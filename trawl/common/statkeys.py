@@ -2,8 +2,8 @@
 
 The exit status, the outcome word, the progress line, the summary table, the
 run summary and the notifications are all read from these counters (54 keys
-written as string literals in 27 files before issue 13): a key misspelt in one
-of them would have been a counter nobody reads and an outcome read from zero.
+read in 27 files): as string literals, a key misspelt in one
+of them would be a counter nobody reads and an outcome read from zero.
 Scrapy's stats collector stays the carrier, so ``crawler.stats.get_stats()``
 and the stored ``runs.stats`` show the same names as before.
 """

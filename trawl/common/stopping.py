@@ -4,7 +4,7 @@ Scrapy sets ``finish_reason`` in the stats only after the item pipelines have
 closed, so the pipeline, which records the end of the run in the store and in
 ``JOBDIR``, read no reason and took every run as ``finished``: after a Ctrl-C,
 a SIGTERM or a store error the rerun started new runs and fetched everything
-again (issue 15). The engine knows the reason from the first call of
+again. The engine knows the reason from the first call of
 ``close_spider_async(reason=...)`` (Scrapy 2.19, ``scrapy/core/engine.py``:
 ``shutdown`` from a signal, ``store_error`` from the pipeline, ``finished`` when
 idle); :func:`watch` records it there, before anything closes, and sends

@@ -15,7 +15,7 @@ answering 3xx is a failure naming where it pointed (``answered a redirect
 (HTTP 302) to other.example; not followed``). Following one is what urllib
 does by default, and it is wrong for a webhook every way: a 301/302/303 turns
 the POST into a bodiless GET that delivers nothing yet was logged ``notified
-(HTTP 200)`` (issue 15, item 7), a 307/308 would re-post the summary, and the
+(HTTP 200)``, a 307/308 would re-post the summary, and the
 ``Authorization`` header with it, to a host the operator never named. Even a
 same-host redirect (``http://`` to ``https://``, a moved path) means the URL in
 ``NOTIFY_URLS`` is out of date; the warning says so rather than guessing.

@@ -6,7 +6,7 @@ on downloading and parsing while a batch is written. Nothing then held the
 reactor back: Scrapy's scraper limit (``SCRAPER_SLOT_MAX_ACTIVE_SIZE``) counts
 responses, and a page's response leaves it before its batch is written. In
 the four-source bench the writer fell up to 48 batches (180,000 rows) behind
-and peak RSS rose from 348 to 473 MB (issue 14).
+and peak RSS rose from 348 to 473 MB.
 
 So the rows handed to such stores and not yet written are counted for the
 whole process (every crawler of ``crawl all`` shares the memory and, for

@@ -38,7 +38,7 @@ def check_status_codes(where: str, value: object) -> None:
     """Refuse a status list that is not 3-digit codes, as waymore's ``-fc``/``-mc`` do.
 
     A code that no record has (``-a filter_code=abc``) matched nothing, so it
-    quietly switched status filtering off instead of being refused (issue 9).
+    quietly switched status filtering off instead of being refused.
     """
     for code in split_list(value):
         if not _STATUS_CODE.fullmatch(code):

@@ -5,7 +5,7 @@ answers. Against a server that behaves like the Internet Archive's CDX endpoint
 (15 requests a minute, 429 without ``Retry-After``, and after three 429s in a
 row the connection refused for a while), trawl at 60/60s got 6 answers 429, was
 banned, spent its retries on 72 refused connections within seconds and gave up
-11 of 40 pages (issue 9). So, per source (one :class:`Backpressure` on its gate):
+11 of 40 pages. So, per source (one :class:`Backpressure` on its gate):
 
 * a 429 without a hint cuts the budget at once to what the server served in the
   last window (half of it when it served everything asked), halves the

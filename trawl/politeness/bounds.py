@@ -1,6 +1,6 @@
 """How big and how slow an answer may be: each source's size limit, and a page still arriving.
 
-Issue 15, item 6: answers were bounded only by Scrapy's 1 GiB ``DOWNLOAD_MAXSIZE``.
+Scrapy's 1 GiB ``DOWNLOAD_MAXSIZE`` alone is too loose a bound for an answer.
 One endless chunked CDX page took a crawl to 1.17 GB of RSS, a gzip bomb the
 same, and with every source hostile at once the bound was about 16 GB. Each
 source now declares a limit that fits its API (``default_download_maxsize``,
@@ -30,8 +30,8 @@ verified by ``tests/test_bounds.py``. What this module adds is the saying:
   ISO on its ``Content-Length`` but lets them cut it; Scrapy reads the same
   0 as "inflate without limit", and ``LIVE_MAX_BYTES`` counted the bytes on
   the wire only: a 1 MB page inflating to 1 GiB took a live crawl to 4.36 GB
-  of RSS and was stored as ``page 200 text/html``, nothing said (issue 25,
-  item 5). Here 0 turns off the limit on the wire only: a compressed body
+  of RSS and was stored as ``page 200 text/html``, nothing said.
+  Here 0 turns off the limit on the wire only: a compressed body
   still inflates at most to the setting the request names in
   ``meta[INFLATE_LIMIT]`` (``LIVE_MAX_BYTES``), else to the source's
   ``DOWNLOAD_MAXSIZE``, and fails with :class:`ResponseTooLarge` past it;

@@ -2,7 +2,7 @@
 
 A server that accepts the connection and never answers cost 8 minutes of
 silence: 49 identical progress lines, nothing about the four requests waiting
-120 s each (issue 9). The download handler notes each request here when it goes
+120 s each. The download handler notes each request here when it goes
 out and when its answer (or failure) is back; the progress line reads the
 oldest and says ``waiting 95 s on 4 requests to web.archive.org``.
 """

@@ -190,7 +190,7 @@ class ProxyRotationMiddleware:
         Only what the proxy itself refused rests it: the connection to the proxy
         (refused or timed out: a TCP connection always goes to the proxy) and a
         CONNECT answered 407. Resting the only proxy for a target's timeout made
-        every other host's requests wait (issue 19, found by the live crawl's tests).
+        every other host's requests wait.
         """
         if not getattr(self.crawler.spider, "answers_are_targets", False):
             return True

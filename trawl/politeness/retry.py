@@ -8,17 +8,17 @@ Scrapy retries at once and ignores ``Retry-After`` (scrapy#3849). Here:
   (trawl.politeness.retryrule, the rule spiders also use for bodies that do not parse);
 * each source may have its own number of retries (``RETRY_LIMITS``);
 * a timeout is said at once, in one WARNING naming the source and the retry:
-  a server that accepts and never answers cost 8 minutes of silence (issue 9).
+  a server that accepts and never answers cost 8 minutes of silence.
   It names the page (``page 3 from web.archive.org``), else the host; for a
   source whose requests are the target's own pages (the live crawl, the probe:
   ``answers_are_targets``) the URL, which the host alone did not tell among a
   site's thousand pages;
   an answer that began and was still arriving is said as such, with the bytes
-  received, and retried once at most (trawl.politeness.bounds, issue 15);
+  received, and retried once at most (trawl.politeness.bounds);
 * a connection refused or reset right after 429s is a ban (the gate said so):
   the source is paused and the request waits for the pause without spending a
-  retry, so that a ban does not burn every page's budget in seconds (issue 9:
-  72 refused connections, 11 of 40 pages given up);
+  retry, so that a ban does not burn every page's budget in seconds
+  (72 refused connections, 11 of 40 pages given up);
 * a request that gives up is counted (``trawl/gave_up``) and reaches the spider,
   which reports it, so the run is partial and a resumed run fetches it again.
 """

@@ -5,8 +5,8 @@ HTTP errors and connection failures; spiders call it, through
 :meth:`trawl.sources.base.SourceSpider.retry_bad_body`, for an answer whose
 body cannot be read (cut-off JSON, NDJSON or CDX lines that do not split). A
 corrupt body is a transfer that went wrong as often as a 503 is: measured under
-injected faults, dropping it at once lost one OTX page in 800 (recall 0.9988,
-issue 9). Both kinds get the same budget (``RETRY_TIMES``, per source
+injected faults, dropping it at once lost one OTX page in 800 (recall 0.9988).
+Both kinds get the same budget (``RETRY_TIMES``, per source
 ``RETRY_LIMITS``) and the same full-jitter backoff, ``uniform(0, min(
 RETRY_BACKOFF_MAX, RETRY_BACKOFF_BASE * 2**attempt))``, applied by the source's
 gate (the request's not-before time), so a retry never blocks the reactor.
@@ -56,7 +56,7 @@ def backoff_retry(crawler: Crawler, request: Request, reason: Any, *, hinted: bo
         return None
     retry.meta["max_retry_times"] = budget
     # The last try's latency is not this one's; a spider re-yielding the copy (a bad body)
-    # made Scrapy's MetaCopyDetectionMiddleware warn about it (issue 15, item 8).
+    # made Scrapy's MetaCopyDetectionMiddleware warn about it.
     retry.meta.pop("download_latency", None)
     if not hinted:
         settings = crawler.settings

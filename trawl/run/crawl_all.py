@@ -63,7 +63,7 @@ class SourceRun:
         """The finish line's duration (:data:`~trawl.run.progress.ELAPSED`): one measure per source.
 
         The table used to time from the crawler's creation, the finish line from
-        the spider's opening: 8.9 s and 7.9 s for one source (issue 13, item 6).
+        the spider's opening: 8.9 s and 7.9 s for one source.
         Without the Progress extension (``PROGRESS_INTERVAL=-1``), the crawler's own span.
         """
         elapsed = self.stat(ELAPSED, None)
@@ -223,7 +223,7 @@ def finish_forced(runs: list[SourceRun]) -> None:
     """After a second signal stopped the reactor: the runs whose spider never closed end ``partial``.
 
     Their engines never reached ``spider_closed``: no finish line, no outcome, and
-    a double Ctrl-C while a source was paused exited 0 with no summary (issue 15).
+    a double Ctrl-C while a source was paused exited 0 with no summary.
     Their store records stay open as after a ``kill -9``, and ``JOBDIR`` resumes them.
     """
     for run in runs:

@@ -8,7 +8,7 @@ why: the source is paused (a Retry-After, a 429, a ban), waits on its budget
 (``waiting on rate limit (60/60s) until 08:31:05``), or waits on answers that
 do not come (``waiting 95 s on 4 requests to web.archive.org``, and the
 timeouts so far); without that, a stalled run printed 49 identical lines saying
-"0 errors" for 8 minutes (issue 9). A source of another record kind says what it
+"0 errors" for 8 minutes. A source of another record kind says what it
 counts instead, as its finish line does (:mod:`trawl.run.finishline`).
 """
 

@@ -3,7 +3,7 @@
 ``trawl schedule add nightly wayback --every 6h -a 'domain=not a domain'``
 printed ``added nightly`` and exit status 0: every run of the schedule failed
 later, in scrapyd's job log. With scrapyd down, a bad ``--cron '61 * * *'``
-said only ``cannot reach scrapyd`` (issue 13, item 6). So the cron expression,
+said only ``cannot reach scrapyd``. So the cron expression,
 the interval and the time zone (scrapyd's own checks,
 :mod:`trawl.scrapyd.schedules`), the spider's arguments (the spider's own
 ``check_arguments``, or ``all``'s) and the job's settings

@@ -1,7 +1,7 @@
 """The limits of a query, checked by the parser so that no store ever sees a query it cannot run.
 
 Without them a query was read as long as Python could recurse and then handed
-to the store, which failed in its own words and with exit status 1 (issue 15):
+to the store, which failed in its own words and with exit status 1:
 250 nested parentheses or 1,000 ``-`` prefixes were a ``RecursionError`` with
 a 3,000-line traceback; 50 ``-`` prefixes overflowed SQLite's parser stack
 (``parser stack overflow``: 100 entries, about 45 ``NOT``, 15 levels of ``(a OR

@@ -10,7 +10,7 @@ Within a batch this is one polars ``group_by`` (first host, first and last
 capture, count, sorted status and mime sets), the URLs captured once read
 row by row when they are most of the batch: 0.22 s for 320,000 captures
 where a Counter plus one Python step per distinct URL took ~3.3 s of a 41 s
-profile (issue 8). Across batches and runs the store merges: it knows which
+profile. Across batches and runs the store merges: it knows which
 URLs this run wrote before (``repeat``) from its own index, so no in-run set
 of strings grows with the crawl (10,000,000 captures / 5,000,000 URLs must fit
 in 1 GB).

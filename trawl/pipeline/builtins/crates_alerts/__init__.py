@@ -1,4 +1,4 @@
-"""Alerts on the crates.io data (issue 17, item 5): the ``crates_alerts`` plugin.
+"""Alerts on the crates.io data: the ``crates_alerts`` plugin.
 
 * :mod:`.rules`: the watch rules file (``CRATES_WATCH_FILE``: a watchlist of crates
   with the events watched, a growth threshold over all crates) and its state file;
