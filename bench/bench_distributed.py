@@ -13,7 +13,7 @@ upstreams), then:
 
 Printed for each: wall time, URLs stored a second, whether the store holds
 exactly the expected URLs, and Redis commands processed per task (``INFO
-stats``). The target (issue 16): one worker costs at most 1.2x the
+stats``). The target: one worker costs at most 1.2x the
 single-process path.
 
     python bench/bench_distributed.py [--domains 3] [--urls 1500] [--latency 0.2] [--workers 1,2,3]

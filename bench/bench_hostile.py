@@ -1,6 +1,6 @@
 """Peak RSS and wall time of ``trawl crawl all`` with every source's upstream hostile at once.
 
-Issue 15, item 6: one endless chunked CDX page took a crawl to 1.17 GB of RSS, a
+Under Scrapy's bound alone, one endless chunked CDX page took a crawl to 1.17 GB of RSS, a
 gzip bomb the same; with every source hostile at once the bound was about 16 GB
 (Scrapy's 1 GiB ``DOWNLOAD_MAXSIZE`` per answer in flight). Each source now has
 a limit that fits its API (trawl.politeness.bounds); the target is a peak RSS

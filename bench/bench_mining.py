@@ -1,4 +1,4 @@
-"""Precision and recall of the miners on the hand-written corpus, and mining speed (issue 18, items 2-3).
+"""Precision and recall of the miners on the hand-written corpus, and mining speed.
 
 1. **Corpus** (tests/data/mining/, answers written by hand): endpoints compared as
    (url, how, method, query, body, headers, source), secrets as (rule, value, line);

@@ -3,7 +3,7 @@
 Prints:
 * recall, duplicates and requests sent inside a pause of a crawl of three sources at
   once (wayback, otx, urlscan: 220 pages) under 5% 5xx, 2% resets, 2% truncated
-  bodies, 2% corrupted bodies and bursts of 429 with Retry-After (issue 9, item 3);
+  bodies, 2% corrupted bodies and bursts of 429 with Retry-After;
 * the highest number of requests the CDX server saw in any window of the budget's
   period, against the configured limit;
 * pages fetched twice after a ``kill -9`` and a resumed rerun (``JOBDIR``),
@@ -11,7 +11,7 @@ Prints:
 * wayback against a server that limits like the Internet Archive (15 requests a
   minute, 429 without Retry-After, three in a row and the connection is refused
   for 120 s), every duration scaled by ``--scale``: recall, bans, and the wall
-  time against pages / (15 per minute) (issue 9, item 11).
+  time against pages / (15 per minute).
 
     python bench/bench_politeness.py [--scale 0.1]
 """

@@ -1,4 +1,4 @@
-"""Files/s, MB/s and peak RSS of ``trawl crawl responses`` against a local replay server (issue 18).
+"""Files/s, MB/s and peak RSS of ``trawl crawl responses`` against a local replay server.
 
 N archived files (default 10,000; ``--files`` scales down) of mixed sizes (70%
 1 KiB, 25% 16 KiB, 5% 128 KiB), 30% of them sharing a digest with an earlier
@@ -12,7 +12,7 @@ off, ``SOURCE_CONCURRENCY`` 16; its peak RSS is read from ``/proc``
 replays the server logged (each digest once), the crawl's time (its last line)
 and the process's, archived files/s, MB/s stored, peak RSS.
 
-Mining (issue 18 item 3): the crawl mines what it stores (its ``responses/mined``
+Mining: the crawl mines what it stores (its ``responses/mined``
 stats are reported); then the files written are mined again outside the crawl by
 the same worker function (:func:`trawl.mining.work.mine_files`) in a process pool
 of 1 and of 2 processes, batches of ``MINING_BATCH_FILES`` (32): MB/s mined,

@@ -1,6 +1,6 @@
 """A crates.io db-dump of realistic shape, generated with polars (no per-row Python).
 
-Scale 1.0 is issue 17's shape: 200,000 crates, 2,000,000 versions, 12,000,000
+Scale 1.0 is 200,000 crates, 2,000,000 versions, 12,000,000
 dependencies, 90 days of version downloads for 10% of the versions, with the
 real layout (``YYYY-MM-DD-HHMMSS/metadata.json``, ``data/*.csv`` in
 alphabetical order) and PostgreSQL's CSV conventions (``t``/``f``, ``{a,b}``,

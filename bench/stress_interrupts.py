@@ -1,4 +1,4 @@
-"""Interrupted runs, then the same command again: does the store end exact? (issue 15)
+"""Interrupted runs, then the same command again: does the store end exact?
 
 Each round starts ``trawl crawl wayback -s JOBDIR=...`` against a local fake CDX
 server (slow pages; in every other round one page answers ``429 Retry-After:

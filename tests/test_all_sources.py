@@ -165,7 +165,7 @@ def test_estimated_duration_under_the_rate_limit() -> None:
     assert format_duration(max(0, 600 - 60) * 60 / 60) == "9.0 min"  # 600 requests at 60/60s
 
 
-# --- each source's state from its own errors only (issue 9, item 4) -------------------------
+# --- each source's state from its own errors only -------------------------------------------
 
 #: A plugin that fails the way a bug does: an exception in a hook for one source (Scrapy logs
 #: "Error processing ..." naming that source's spider), or an ERROR line naming no spider.

@@ -1,4 +1,4 @@
-"""Issue 9, item 3: a body that does not parse is a transient fault, retried like a 5xx.
+"""A body that does not parse is a transient fault, retried like a 5xx.
 
 Before, ``otx: page 12: unreadable JSON (121301 bytes)`` was an ERROR and the page
 was never asked for again (recall 0.9988 under injected faults); a CDX page with
@@ -43,7 +43,7 @@ def test_a_corrupt_otx_page_is_asked_for_again(workdir: Path) -> None:
     assert any("otx: page 2: unreadable JSON" in line and "retry 1 of 2" in line for line in said)
     assert any("otx: page 3: unreadable JSON" in line and "retry 1 of 2" in line for line in said)
     assert result.stat("retry/reason_count/bad body") == "2"
-    # Issue 15, item 8: the retry carries its count on purpose, not as a key copied by mistake.
+    # The retry carries its count on purpose, not as a key copied by mistake.
     assert "internal meta keys" not in result.stderr
 
 

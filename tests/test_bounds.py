@@ -1,4 +1,4 @@
-"""Issue 15, item 6: a hostile upstream costs a bounded amount of memory and time, and is said so.
+"""A hostile upstream costs a bounded amount of memory and time, and is said so.
 
 Before: an answer was bounded only by Scrapy's 1 GiB ``DOWNLOAD_MAXSIZE`` (an
 endless chunked CDX page took a crawl to 1.17 GB of RSS, a gzip bomb the same);
@@ -301,7 +301,7 @@ def live_links(workdir: Path) -> dict[str, dict]:
 
 
 def test_a_gzip_bomb_on_the_live_crawl_stops_at_live_max_bytes_and_is_said_once(workdir: Path) -> None:
-    """Issue 25, item 5: a page of 256 MiB of zeros in 256 KB of gzip, sent despite the crawl's
+    """A page of 256 MiB of zeros in 256 KB of gzip, sent despite the crawl's
     ``Accept-Encoding: identity``. Before: the live requests' ``download_maxsize: 0`` switched
     off the decompressed-size bound too and ``LIVE_MAX_BYTES`` counted the bytes on the wire only:
     the whole page inflated (1.18 GB of peak RSS here; 4.36 GB for a 1 GiB bomb), was stored as

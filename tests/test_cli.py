@@ -1,4 +1,4 @@
-"""The ``trawl`` console command, run from a directory outside the project (issue 9, item 8).
+"""The ``trawl`` console command, run from a directory outside the project.
 
 Each documented command goes through the console script installed in the
 virtualenv's ``bin`` (``[project.scripts]``), with no ``SCRAPY_SETTINGS_MODULE``
@@ -87,7 +87,7 @@ def test_help_lists_every_command_once(outside: Path) -> None:
 
 
 def test_help_usage_and_errors_say_trawl(outside: Path) -> None:
-    """Users type ``trawl``: it said ``Usage: scrapy <command>`` and listed genspider (issue 13, item 6)."""
+    """Users type ``trawl``: help, usage and errors say ``trawl <command>``, not ``scrapy``; no genspider."""
     result = trawl(outside, "-h")
     assert result.stdout.startswith(
         f"trawl {trawl_version} (Scrapy {scrapy.__version__}) - active project: trawl"

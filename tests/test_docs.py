@@ -87,7 +87,7 @@ def test_settings_are_documented(setting: str) -> None:
     assert setting in documented_settings(SETTINGS_MD), f"{setting} is not documented in docs/settings.md"
 
 
-# --- commands, sources, links: the README and docs/ as a whole (issue 13, item 5) -----------------
+# --- commands, sources, links: the README and docs/ as a whole ------------------------------------
 
 ROOT = DOCS.parent
 README = ROOT / "README.md"

@@ -742,7 +742,7 @@ def test_a_9x_client_talks_to_an_8x_cluster(
 
 
 # --------------------------------------------------------------------------------------
-# trawl report new, and the run summary's new URLs (issue 10, items 4 and 5)
+# trawl report new, and the run summary's new URLs
 # --------------------------------------------------------------------------------------
 
 FIRST = ["https://example.com/a", "https://example.com/b", "https://sub.example.com/c"]

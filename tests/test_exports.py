@@ -1,4 +1,4 @@
-"""``-o``/``-O`` files across reruns: never emptied by a failed run, never doubled (issue 9, item 6)."""
+"""``-o``/``-O`` files across reruns: never emptied by a failed run, never doubled."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def test_a_failed_rerun_keeps_the_export(workdir: Path) -> None:
     assert "wayback: failed" in second.stderr
     assert (workdir / "urls.txt").read_bytes() == before  # still the 8 lines, untouched
     assert "urls.txt kept as it was: this run exported no URL" in second.stderr
-    # what is in the file is not this run's: the last line says so (issue 13, item 6)
+    # what is in the file is not this run's: the last line says so
     assert second.stderr.splitlines()[-1] == "trawl: wrote urls.txt: 8 URLs, 0 found by this run"
     assert set(second.stored()) == FILTERED_IN
     assert leftovers(workdir) == []
@@ -48,7 +48,7 @@ def test_overwrite_takes_a_run_with_urls_and_creates_a_missing_file(workdir: Pat
     assert again.lines("urls.txt") == ["https://example.com/only-now"]  # -O: this run's URLs
     down = crawl(workdir, None, "-O", "new.txt", base_url=DOWN)
     assert down.returncode == 1
-    assert not (workdir / "new.txt").exists()  # a failed run leaves no empty file (issue 15, item 8)
+    assert not (workdir / "new.txt").exists()  # a failed run leaves no empty file
     assert "new.txt not written: this run failed and exported no URL" in down.stderr
     assert leftovers(workdir) == []
 

@@ -1,6 +1,6 @@
 """What trawl leaves on disk: private files and folders, and no empty export from a failed run.
 
-Issue 15, item 8: a store under a custom ``STORE_URI``, ``LOG_FILE`` and the
+The faults guarded against: a store under a custom ``STORE_URI``, ``LOG_FILE`` and the
 exports were created 0644 (the default store's folder was 0700), and a failed
 crawl with ``-O`` to a new path left a 0-byte file. Each test runs the real
 command against a local fake server, started under a shell's usual umask

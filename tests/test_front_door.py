@@ -1,4 +1,4 @@
-"""What a newcomer met on a fresh clone, refused in one line before anything is sent (issue 13, item 6).
+"""What a newcomer met on a fresh clone, refused in one line before anything is sent.
 
 Each case runs ``crawl`` as a user would and checks what they see: exit status
 2, exactly one ``trawl: error:`` line naming the path or setting and the

@@ -1,4 +1,4 @@
-"""Issue 9, item 11: a service that limits harder than trawl's budget does not ban it, or not for long.
+"""A service that limits harder than trawl's budget does not ban it, or not for long.
 
 Against a server that behaves like the Internet Archive's CDX endpoint (15
 requests a minute, 429 without Retry-After, three 429s in a row and the

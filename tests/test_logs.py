@@ -1,4 +1,4 @@
-"""What a default run prints (issue 9, item 9): the useful lines, not Scrapy's dumps.
+"""What a default run prints: the useful lines, not Scrapy's dumps.
 
 A default ``crawl all`` against the seven local stand-ins printed 576 stderr
 lines on the code before trawl.common.logs (604 with the politeness gates on; the

@@ -1,4 +1,4 @@
-"""API keys are masked whatever is switched off (issue 9, item 2).
+"""API keys are masked whatever is switched off.
 
 VirusTotal's v2 API takes the key in the query string, so Scrapy's DEBUG
 "Crawled <GET ...?apikey=...>" and "Scraped from <200 ...>" lines hold it. On

@@ -1,4 +1,4 @@
-"""Mining in ``trawl crawl responses``, and ``trawl endpoints`` / ``trawl params`` (issue 18 items 2-3).
+"""Mining in ``trawl crawl responses``, and ``trawl endpoints`` / ``trawl params``.
 
 Every test runs trawl as a user does against a local Wayback Machine
 (:class:`tests.servers.ia_replay.FakeReplayServer`) and checks what a user sees:

@@ -1,4 +1,4 @@
-"""Notifications when a run ends (issue 10, item 5): hook, payloads, NOTIFY_ON, secrets, slow receivers.
+"""Notifications when a run ends: hook, payloads, NOTIFY_ON, secrets, slow receivers.
 
 Real ``scrapy crawl`` runs against the fake CDX server post to a local
 receiver (tests/servers/receiver.py) that logs each request's path, headers
@@ -277,7 +277,7 @@ def test_a_long_list_is_cut_to_the_receiver_limit() -> None:
 
 
 def test_a_plugin_registers_a_receiver_kind_that_is_notified(workdir: Path) -> None:
-    """Item 3 (issue 13): a kind is a class a plugin registers, not a branch of an if-chain."""
+    """A kind is a class a plugin registers, not a branch of an if-chain."""
     (workdir / "pager_notifier.py").write_text(
         textwrap.dedent(
             """

@@ -1,4 +1,4 @@
-"""Receivers that redirect, and webhook URLs with a password (issue 15, item 7).
+"""Receivers that redirect, and webhook URLs with a password.
 
 Real ``scrapy crawl`` runs against the fake CDX server post to local receivers
 (tests/servers/receiver.py) that log what they received. Before: a receiver

@@ -417,7 +417,7 @@ def test_hookimpl_is_importable_from_trawl_without_scrapy() -> None:
     assert out.strip() == "[]"
 
 
-# --- a third-party source with settings of its own (issue 13, item 2) ------------------------------
+# --- a third-party source with settings of its own -------------------------------------------------
 
 
 def tiny_cdx(workdir: Path, server: FakeCdxServer, plugin_path: Path, **settings: object) -> CrawlResult:

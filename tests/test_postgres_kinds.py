@@ -1,4 +1,4 @@
-"""The PostgreSQL store keeps every declared record kind as the SQLite store does (issue 17).
+"""The PostgreSQL store keeps every declared record kind as the SQLite store does.
 
 Against a real PostgreSQL 15 (:mod:`tests.servers.postgres_server`): a kind's
 merge rules, ``NEWER`` and ``new``/``repeat`` give the same rows and marks as

@@ -1,4 +1,4 @@
-"""A PostgreSQL restart under three workers: waited out, nothing dead-lettered, lost or doubled (issue 25, 7).
+"""A PostgreSQL restart under three workers: waited out, nothing dead-lettered, lost or doubled.
 
 Before, a 10 s restart of the shared store's server dead-lettered every task
 running at the time (``partial``: the store failed), and ``trawl worker

@@ -1,4 +1,4 @@
-"""Issue 9, item 10: the progress line says why it is slow, check_only says what failed, counts read right.
+"""The progress line says why it is slow, check_only says what failed, counts read right.
 
 Before: a source waiting out its budget repeated ``0 captures/s``; ``check_only``
 reported a source whose counting request failed as "0 requests, 0 s"; counters
@@ -81,7 +81,7 @@ def test_counts_follow_plural_rules(workdir: Path) -> None:
 
 
 def test_pages_walked_past_an_understated_count_raise_the_count(workdir: Path) -> None:
-    """``showNumPages`` runs behind a growing index: progress said ``pages 7/6`` (issue 13, item 6)."""
+    """``showNumPages`` runs behind a growing index: progress said ``pages 7/6``."""
     captures = [make_capture(f"http://example.com/p{p}", "20200101000000") for p in range(6)]
     with FakeCdxServer(captures, lines_per_page=1) as srv:
         srv.num_pages_override = 2  # the count says 2 pages; there are 6

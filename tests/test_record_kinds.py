@@ -1,4 +1,4 @@
-"""A second record kind travels the pipeline URLs travel (issue 13 item 4).
+"""A second record kind travels the pipeline URLs travel.
 
 The example plugin in ``tests/plugins/trawl-dns`` registers a ``dns`` source
 (no domain: :class:`trawl.sources.base.Source`) that reads a fake passive-DNS

@@ -1,4 +1,4 @@
-"""``trawl report new``: the URLs first seen in the last crawl, a run or since a date (issue 10, item 4).
+"""``trawl report new``: the URLs first seen in the last crawl, a run or since a date.
 
 Driven as a user drives it: real ``scrapy crawl`` runs against the fake CDX
 and OTX servers fill a SQLite store, then ``scrapy report new`` reads it.

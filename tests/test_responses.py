@@ -1,4 +1,4 @@
-"""``trawl crawl responses``: archived responses downloaded once each, indexed in the store (issue 18 item 1).
+"""``trawl crawl responses``: archived responses downloaded once each, indexed in the store.
 
 Every test runs trawl as a user does against a local Wayback Machine
 (:class:`tests.servers.ia_replay.FakeReplayServer`: CDX and ``id_`` replay on

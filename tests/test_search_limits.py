@@ -1,4 +1,4 @@
-"""Query errors and the query language's limits (issue 15, item 5).
+"""Query errors and the query language's limits.
 
 Every query ``trawl search`` cannot run is one ``trawl: error: bad query:`` line
 and exit status 2, decided by the parser before any store sees it: before the

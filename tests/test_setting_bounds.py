@@ -1,4 +1,4 @@
-"""Every duration setting has a documented upper bound (issue 15, item 2's last part).
+"""Every duration setting has a documented upper bound.
 
 Before, ``NOTIFY_TIMEOUT=1e9`` was accepted, and kept a process alive for as
 long as a hanging receiver held its connection; so was any other wait of a

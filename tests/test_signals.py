@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM sent to a real ``trawl crawl`` (issue 15, items 1 and 2).
+"""Ctrl-C and SIGTERM sent to a real ``trawl crawl``.
 
 One signal stops every wait within seconds (a ``Retry-After: 900`` pause, resting
 proxies, an upstream that never answers, the notification wait), the run is
@@ -25,7 +25,7 @@ from tests.servers.ia_cdx import FakeCdxServer, make_capture
 from tests.servers.receiver import FakeReceiver
 from tests.servers.silent import SilentServer
 
-#: A stopped crawl must end within this (seconds from the signal); before issue 15: 85 s to never.
+#: A stopped crawl must end within this (seconds from the signal); unhandled, it took 85 s to never.
 PROMPT = 10.0
 PAGES = 4
 LINES_PER_PAGE = 10

@@ -1,4 +1,4 @@
-"""Upstream bytes that are not UTF-8: counted per source and said once, never per line (issue 15, item 8).
+"""Upstream bytes that are not UTF-8: counted per source and said once, never per line.
 
 A CDX line with an invalid byte was stored with ``%EF%BF%BD`` in its URL
 without a word. The line is still kept (a URL with one bad byte is still a URL

@@ -1,4 +1,4 @@
-"""Bad settings and arguments are refused before anything is sent (issue 9, items 1 and 7).
+"""Bad settings and arguments are refused before anything is sent.
 
 What a user sees is checked: one ``trawl: error:`` line naming the setting and
 its valid form, exit status 2, and a fake server that received no request.

@@ -1,6 +1,6 @@
 """An upstream that answers, but never in a size or at a pace a client can live with.
 
-Issue 15, item 6: an endless chunked CDX page took a crawl to 1.17 GB of RSS, a
+Without bounds, an endless chunked CDX page took a crawl to 1.17 GB of RSS, a
 gzip bomb the same, a page that dribbles a few bytes a second was reported only
 as ``no answer within 120 s`` after 4 x 120 s. :class:`HostileServer` serves
 each of those on a raw socket (``http.server`` would buffer nothing of use and

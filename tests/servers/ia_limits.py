@@ -1,6 +1,6 @@
 """The Internet Archive's CDX endpoint as it limits clients: 15 requests a minute, then a ban.
 
-What issue 9 measured against: at most ``per_minute`` requests served in any
+What trawl's politeness is measured against: at most ``per_minute`` requests served in any
 window of a minute; beyond that an answer 429 *without* ``Retry-After`` (IA
 sends none, see :func:`tests.servers.ia_cdx.rate_limited`); after ``strikes``
 429s in a row the IP is banned: connections are refused for ``ban_seconds``

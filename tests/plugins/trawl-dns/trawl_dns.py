@@ -1,6 +1,6 @@
 """A third-party trawl plugin with a record kind of its own: DNS records.
 
-It proves that the pipeline carries any record kind (issue 13): a source with
+It proves that the pipeline carries any record kind: a source with
 no domain (:class:`trawl.sources.base.Source`), a batch type that declares its
 natural key and merge rule (so the SQLite store makes its table and merges it
 without knowing DNS), and hooks that handle their kind and leave URLs alone.
