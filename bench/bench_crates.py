@@ -1,6 +1,6 @@
 """Loading a crates.io db-dump of realistic shape, against the floor of decompressing it.
 
-Generates a dump (:mod:`bench.crates_gen`; issue 17's shape at ``--scale 1``:
+Generates a dump (:mod:`bench.crates_gen`; at ``--scale 1`` the real dump's shape:
 200,000 crates, 2,000,000 versions, 12,000,000 dependencies, 90 days of
 version downloads for 10% of the versions), serves it from a local HTTP
 server, and times in the same run:
@@ -121,7 +121,7 @@ def crawl(workdir: Path, code: Path, url: str, settings: dict[str, str]) -> tupl
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scale", type=float, default=1.0, help="1.0: 200,000 crates (issue 17)")
+    parser.add_argument("--scale", type=float, default=1.0, help="1.0: 200,000 crates, the real dump's shape")
     parser.add_argument("--zip", action="store_true", help="the .zip variant instead of the tar.gz")
     parser.add_argument("--keep", type=Path, help="generate into (or reuse) this folder")
     parser.add_argument("--code", type=Path, default=ROOT, help="the trawl checkout to run")

@@ -391,7 +391,7 @@ def main() -> None:
         faults_run(Path(one))
         kill_run(Path(two), Path(two) / "job")
     with tempfile.TemporaryDirectory() as three, tempfile.TemporaryDirectory() as four:
-        ia_run(Path(three), args.scale, 3, "as issue 9 measured it")
+        ia_run(Path(three), args.scale, 3, "three 429s in a row ban")
         ia_run(Path(four), args.scale, 1, "stricter: the first 429 bans")
 
 

@@ -5,7 +5,7 @@ commit), the store's four statements and a dozen polars calls in the
 normalizer, dedup and store, each ~0.3-1 ms on a small frame. Measured on the
 SQLite store alone, a 100-row urlscan page cost ~6 ms to insert and ~16 ms to
 merge, against ~0.1 ms a row in 5,000-row pages; OTX (500 rows) and urlscan
-(100) send hundreds of such pages (issue 8, bench/bench_sources.py). So a
+(100) send hundreds of such pages (bench/bench_sources.py). So a
 batch smaller than ``BATCH_COALESCE_ROWS`` waits, at most
 ``BATCH_COALESCE_SECONDS``, for others of its source; then they go through the
 hooks and into the store together, every page claimed in the store's ledger in

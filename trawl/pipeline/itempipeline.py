@@ -218,7 +218,7 @@ class PluginPipeline:
         said = cause in PluginPipeline._failures_said or stats.get_value(statkeys.CLOSE_REASON) == STORE_ERROR
         PluginPipeline._failures_said.add(cause)
         # ``crawl all`` writes one store from every source: one ERROR line for one cause (a full
-        # disk, a file that is not a database), not one a source (issue 15: 7 lines).
+        # disk, a file that is not a database), not one a source (7 lines before).
         logger.log(
             logging.INFO if said else logging.ERROR,
             "store: %s: %s; stopping the crawl (rerun to complete it)",

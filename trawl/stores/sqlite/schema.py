@@ -108,7 +108,7 @@ def stage_sql(source: str) -> str:
     for the upsert. The source's own run, not the URL's ``last_run``: with four
     sources writing one store, another source's write in between made a URL
     this run wrote before look new to it, and the summary counted Common Crawl's
-    85,802 distinct URLs as 109,461 (bench_sources, issue 14). A row without URL,
+    85,802 distinct URLs as 109,461 (bench_sources). A row without URL,
     or a URL twice in one batch, is refused before (:func:`.merge.stage`), never merged twice.
     """
     if not _SOURCE_NAME.fullmatch(source):
