@@ -65,17 +65,39 @@ def page_query(domain: str) -> list[tuple[str, str]]:
     return spider.query(spider.endpoints[0])
 
 
-def watch_peak_rss(process: subprocess.Popen, samples: list[tuple[float, float]] | None = None) -> float:
+def thread_cpu(pid: int, seen: dict[str, float]) -> None:
+    """Each thread's CPU seconds (user + system) so far into ``seen``, by thread name: which
+    core's worth is the reactor's, the store writer's, the checkpointer's."""
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            name = (task / "comm").read_text().strip()
+        except (OSError, IndexError):
+            continue
+        seconds = (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+        key = "reactor (main thread)" if task.name == str(pid) else f"{name} {task.name}"
+        seen[key] = max(seen.get(key, 0.0), seconds)
+
+
+def watch_peak_rss(
+    process: subprocess.Popen,
+    samples: list[tuple[float, float]] | None = None,
+    threads: dict[str, float] | None = None,
+) -> float:
     """Peak RSS (VmHWM, MB) of the crawl process itself, read until it exits.
 
     ``getrusage(RUSAGE_CHILDREN)`` would also count the pages the child shared
     with this (large) process between fork and exec. ``samples`` (if given)
-    gets (seconds since the start, RSS MB) every 50 ms: what grows with the run.
+    gets (seconds since the start, RSS MB) every 50 ms: what grows with the run;
+    ``threads`` each thread's CPU seconds, as last seen (:func:`thread_cpu`).
     """
     peak = 0.0
     started = time.perf_counter()
     status = Path(f"/proc/{process.pid}/status")
     while process.poll() is None:
+        if threads is not None:
+            thread_cpu(process.pid, threads)
         try:
             for line in status.read_text().splitlines():
                 if line.startswith("VmHWM:"):
@@ -260,10 +282,11 @@ def main() -> None:
         load_before = load()
         cpu_before = children_cpu()
         samples: list[tuple[float, float]] = []
+        threads: dict[str, float] = {}
         t0 = time.perf_counter()
         with tempfile.TemporaryFile("w+") as log:
             process = subprocess.Popen(command, cwd=workdir, env=env, stdout=log, stderr=log, text=True)
-            peak_rss_mb = watch_peak_rss(process, samples)  # returns once the process is reaped
+            peak_rss_mb = watch_peak_rss(process, samples, threads)  # returns once the process is reaped
             elapsed = time.perf_counter() - t0
             log.seek(0)
             output = log.read()
@@ -307,6 +330,11 @@ def main() -> None:
         f"a bare Scrapy spider (start to exit, {peer['urls']:,} distinct raw URLs): {peer['seconds']:.2f} s,"
         f" {peer_cpu:.2f} s CPU = {peer['seconds'] / floor['seconds']:.2f}x the floor;"
         f" trawl = {elapsed / peer['seconds']:.2f}x the bare Scrapy spider"
+    )
+    busy = sorted(threads.items(), key=lambda item: -item[1])[:8]
+    print(
+        "CPU by thread (as last seen, every 50 ms): "
+        + ", ".join(f"{name} {seconds:.2f} s ({seconds / elapsed:.0%} of the wall)" for name, seconds in busy)
     )
     print(f"peak RSS of the crawl process: {peak_rss_mb:,.0f} MB (target <= 400 MB; 1 GB at 10M captures)")
     print(f"{load_before} at the start, {load()} at the end")

@@ -37,6 +37,12 @@ BATCH_COALESCE_SECONDS = 0.2
 # Rows handed to a store that writes off the reactor and not written yet, at most, before downloads pause
 # (trawl.pipeline.backlog; 0: no bound).
 STORE_BACKLOG_ROWS = 50_000
+# Response bytes Scrapy's scraper holds before it stops downloading (its default: 5 MB). A page's
+# response is held until its batch is stored, and wayback coalesces ten 5,000-line pages (~6 MB)
+# into one write: at 5 MB, downloads stopped at every write and the reactor and the store's writer
+# took turns (each ~50% busy; 2,000,000 captures 8.2 s, 6.9 s at 16 MiB; peak RSS +35 MB). Pages over
+# it (archive.org's 150,000-line ones) are still held one at a time: the store backlog bounds the rest.
+SCRAPER_SLOT_MAX_ACTIVE_SIZE = 16 * 2**20
 
 # --- Distributed runs ---------------------------------------------------------------------
 # The Redis that trawl enqueue, trawl worker and the shared per-source gate use (trawl.distributed);
