@@ -25,6 +25,7 @@ holds downloads back when the store falls behind. A synchronous store's
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import uuid
@@ -127,11 +128,16 @@ class PluginPipeline:
             # Pages this run stored before it was stopped: a resumed crawl skips them.
             context.done_pages = store.done_pages(context.source)  # type: ignore[attr-defined]
 
-    def close_spider(self, spider: Spider | None = None) -> None:
+    async def close_spider(self, spider: Spider | None = None) -> None:
         StoreBacklog.release(self.crawler.engine)
         context = self.context
         if context is None:
             return
+        store = self.store
+        if isinstance(store, AsyncWritingStore) and not self.store_failed:
+            # Awaited, not blocked on: the other crawlers of `crawl all` go on meanwhile.
+            with contextlib.suppress(Exception):  # a failed write was said by its item; close says the rest
+                await store.written()
         # Scrapy's finish_reason is set only after the pipelines close: every run read "finished".
         reason = close_reason(self.crawler) or "finished"
         if self.jobdir:

@@ -107,6 +107,12 @@ class AsyncWritingStore(WritingStore, Protocol):
     def write_batch_async(self, batch: Batch) -> Awaitable[int]:
         """:meth:`WritingStore.write_batch`, as an awaitable."""
 
+    def written(self) -> Awaitable[None]:
+        """Everything handed to the store so far is written, awaited on the reactor: the pipeline
+        awaits it before ``close``, which then blocks on nothing queued (in ``crawl all`` a source
+        that finished first held the reactor, and every other source, until the shared writer
+        had written their batches too)."""
+
 
 @runtime_checkable
 class ResumableStore(WritingStore, Protocol):

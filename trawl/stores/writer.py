@@ -144,6 +144,10 @@ def _write_all(write_group: Callable[[list[Queued]], None], group: list[Queued])
             queued.future.set_exception(RuntimeError("a grouped write left an item without a result"))
 
 
+def _nothing() -> None:
+    """What :meth:`WritesOnThread.written` queues: its turn is the point."""
+
+
 def _settle_on_reactor(done: Deferred[T], future: Future[T]) -> None:
     """Fire ``done`` with ``future``'s outcome, on the reactor thread (called on the writer's)."""
     from twisted.internet import reactor
@@ -186,6 +190,11 @@ class WritesOnThread:
             return 0
         assert self._writer is not None, "store not open"
         return self._count(*await self._writer.submit(self._write, batch))
+
+    async def written(self) -> None:
+        """Everything handed to the writer thread so far is written (a no-op queued behind it)."""
+        if self._writer is not None:
+            await self._writer.submit(_nothing)
 
     def _count(self, new: int, skipped_pages: int) -> int:
         if skipped_pages:

@@ -227,6 +227,9 @@ class ElasticsearchStore:
             raise self._failed(batch, write, exc) from None
         return self._finish(batch, write)
 
+    async def written(self) -> None:
+        """Every write is awaited by its item: by a close, none is left in flight."""
+
     async def write_batch_async(self, batch: Batch) -> int:
         """:meth:`write_batch` with ``AsyncElasticsearch``: what the pipeline awaits on the reactor."""
         write = self._prepare(batch)
