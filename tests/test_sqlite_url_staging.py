@@ -65,7 +65,7 @@ def stored_rows(db: Path) -> list[tuple]:
 
 def write_group(items: list[tuple[SqliteStore, object]]) -> list[Queued]:
     """The batches written as the writer thread writes those queued together: one transaction."""
-    queued = [Queued(item, 0) for item in items]
+    queued = [Queued((*item, None), 0) for item in items]  # no staging rows made before: made here
     items[0][0].on_writer(lambda: write_url_group(queued))
     return queued
 

@@ -270,14 +270,15 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
 
     async def write_batch_async(self, batch: Batch) -> int:
         """A URL batch written with those queued behind it, in one transaction (:mod:`.urlgroup`)."""
-        from trawl.stores.sqlite.urlgroup import grouped, write_url_group
+        from trawl.stores.sqlite.urlgroup import grouped, staging_rows_off_reactor, write_url_group
 
         if not grouped(batch):
             return await super().write_batch_async(batch)
         if not batch.frame.height and not batch.pages:
             return 0
         assert self._writer is not None, "store not open"
-        return self._count(*await self._writer.submit_grouped(write_url_group, (self, batch)))
+        staged = await staging_rows_off_reactor(batch.frame)
+        return self._count(*await self._writer.submit_grouped(write_url_group, (self, batch, staged)))
 
     def write_batch(self, batch: Batch) -> int:
         from trawl.stores.sqlite.urlgroup import grouped, write_url_group
@@ -287,7 +288,7 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
         if not batch.frame.height and not batch.pages:
             return 0
         assert self._writer is not None, "store not open"
-        return self._count(*self._writer.call_grouped(write_url_group, (self, batch)))
+        return self._count(*self._writer.call_grouped(write_url_group, (self, batch, None)))
 
     def _write(self, batch: Batch) -> tuple[int, int]:
         """On the writer thread: a declared kind's batch in one transaction; (new records, pages
