@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -63,11 +64,23 @@ def stored_rows(db: Path) -> list[tuple]:
         con.close()
 
 
-def write_group(items: list[tuple[SqliteStore, object]]) -> list[Queued]:
-    """The batches written as the writer thread writes those queued together: one transaction."""
+def write_group(items: list[tuple[SqliteStore, object]]) -> list[Future]:
+    """The batches written as the writer thread writes those queued together: one transaction; then
+    each batch's frame as stored, as the store makes it after the commit. Each future: (new
+    records, pages stored before), or the batch's error."""
     queued = [Queued((*item, None), 0) for item in items]  # no staging rows made before: made here
     items[0][0].on_writer(lambda: write_url_group(queued))
-    return queued
+    results: list[Future] = []
+    for (store, batch), done in zip(items, queued, strict=True):
+        result: Future = Future()
+        if done.future.exception() is not None:
+            result.set_exception(done.future.exception())
+        else:
+            new, skipped, known = done.future.result()
+            store._finish_url_batch(batch, new, skipped, known)
+            result.set_result((new, skipped))
+        results.append(result)
+    return results
 
 
 def test_arrow_staging_stores_what_row_staging_stores(
@@ -135,7 +148,7 @@ def test_batches_queued_together_are_stored_as_one_at_a_time(tmp_path: Path) -> 
     stores = [open_store(db, f"run-{run}", source=source) for run, (source, _) in enumerate(PAGES)]
     batches = [make_batch(rows, source=source) for source, rows in PAGES]
     queued = write_group(list(zip(stores, batches, strict=True)))
-    assert [q.future.result() for q in queued] == [(2, 0), (1, 0), (0, 0)]
+    assert [q.result() for q in queued] == [(2, 0), (1, 0), (0, 0)]
     for store in stores:
         store.close("finished")
     assert (stored_rows(db), [marks_of(b) for b in batches]) == alone
@@ -161,14 +174,14 @@ def test_a_batch_of_a_group_skipped_or_failed_alone(tmp_path: Path) -> None:
     queued = write_group(
         [(wayback, first), (wayback, again), (wayback, twice), (wayback, after), (otx, other)]
     )
-    assert queued[0].future.result() == (1, 0)
-    assert queued[1].future.result() == (0, 1)  # its page claimed by the batch before it
+    assert queued[0].result() == (1, 0)
+    assert queued[1].result() == (0, 1)  # its page claimed by the batch before it
     assert again.column("repeat") == [True]
     with pytest.raises(StoreError, match="1 of 2 URLs could not be stored"):
-        queued[2].future.result()
+        queued[2].result()
     with pytest.raises(StoreError, match="an earlier batch failed"):
-        queued[3].future.result()
-    assert queued[4].future.result() == (1, 0)
+        queued[3].result()
+    assert queued[4].result() == (1, 0)
     assert wayback.done_pages("wayback") == {"p1": 1}
     assert otx.done_pages("otx") == {"p1": 1}
     wayback.close("store_error")
