@@ -145,6 +145,8 @@ SETTINGS: dict[str, Check] = {
     "STORE_URI": store_uri,
     "BATCH_COALESCE_ROWS": whole(0),
     "STORE_BACKLOG_ROWS": whole(0),
+    # Scrapy's, with trawl's default (16 MiB): bytes, at least one.
+    "SCRAPER_SLOT_MAX_ACTIVE_SIZE": whole(1),
     "TRAWL_REDIS_URL": check_redis_url,
     # A heartbeat every second at most 10 minutes apart: a dead worker's work waits 3 of them.
     "QUEUE_HEARTBEAT": seconds(0.1, maximum=600),
