@@ -52,6 +52,7 @@ from trawl.stores.sqlite.schema import (
     upgrade,
     upsert_sql,
 )
+from trawl.stores.sqlite.urlwrites import UrlWrites
 from trawl.stores.writer import WritesOnThread
 
 if TYPE_CHECKING:  # the write path: imported where it is used (see the module docstring)
@@ -67,7 +68,7 @@ _SETS = ("sources", "statuses", "mimes")
 T = TypeVar("T")
 
 
-class SqliteStore(SqliteReadSide, WritesOnThread):
+class SqliteStore(SqliteReadSide, UrlWrites, WritesOnThread):
     """URL records, and those of declared kinds, in a SQLite database file (see the module docstring)."""
 
     #: Its settings, their defaults and checks (trawl.settings_checks).
@@ -268,44 +269,6 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
 
     # --- writing -----------------------------------------------------------------------
 
-    async def write_batch_async(self, batch: Batch) -> int:
-        """A URL batch written with those queued behind it, in one transaction (:mod:`.urlgroup`)."""
-        from trawl.stores.sqlite.urlgroup import (
-            grouped,
-            merged_off_reactor,
-            staging_rows_off_reactor,
-            write_url_group,
-        )
-
-        if not grouped(batch):
-            return await super().write_batch_async(batch)
-        if not batch.frame.height and not batch.pages:
-            return 0
-        assert self._writer is not None, "store not open"
-        staged = await staging_rows_off_reactor(batch.frame)
-        new, skipped, known = await self._writer.submit_grouped(write_url_group, (self, batch, staged))
-        if known is not None:
-            batch.frame = await merged_off_reactor(batch.frame, known, self.run)
-        return self._count(new, skipped)
-
-    def write_batch(self, batch: Batch) -> int:
-        from trawl.stores.sqlite.urlgroup import grouped, write_url_group
-
-        if not grouped(batch):
-            return super().write_batch(batch)
-        if not batch.frame.height and not batch.pages:
-            return 0
-        assert self._writer is not None, "store not open"
-        return self._finish_url_batch(batch, *self._writer.call_grouped(write_url_group, (self, batch, None)))
-
-    def _finish_url_batch(self, batch: Batch, new: int, skipped: int, known: pl.DataFrame | None) -> int:
-        """After the commit, on the caller's thread: the batch's frame as stored; its new records."""
-        from trawl.stores.sqlite import merge
-
-        if known is not None:
-            batch.frame = merge.with_merged(batch.frame, known, self.run)
-        return self._count(new, skipped)
-
     def _write(self, batch: Batch) -> tuple[int, int]:
         """On the writer thread: a declared kind's batch in one transaction; (new records, pages
         stored before)."""
@@ -387,47 +350,6 @@ class SqliteStore(SqliteReadSide, WritesOnThread):
         if self._failed is None:
             self._failed = describe(exc) if isinstance(exc, sqlite3.Error) else str(exc) or type(exc).__name__
         return StoreError(describe(exc)) if isinstance(exc, sqlite3.Error) else exc
-
-    def _write_url_batch(
-        self, con: sqlite3.Connection, batch: Batch, rows: tuple[int, int] | None
-    ) -> tuple[pl.DataFrame | None, int, int]:
-        """Inside the group's transaction: one URL batch under a savepoint of its own; (the merged
-        provenance of its URLs stored before, :meth:`_write_urls`; new records; pages stored
-        before). ``rows``: its rowids in the bulk scratch table."""
-        now = self._next_batch_time()
-        con.execute("SAVEPOINT url_batch")
-        undo = ("ROLLBACK TO url_batch", "RELEASE url_batch")
-        skipped = self.ledger.claim_or_undo(con, self.run, batch, now, *undo)
-        if skipped:
-            return None, 0, skipped
-        known, new = self._write_urls(con, batch.frame, now, rows)
-        con.execute("RELEASE url_batch")
-        return known, new, 0
-
-    def _write_urls(
-        self, con: sqlite3.Connection, frame: pl.DataFrame, now: float, rows: tuple[int, int] | None = None
-    ) -> tuple[pl.DataFrame | None, int]:
-        """URL rows inserted or merged (:mod:`.merge`); the merged provenance of the URLs stored
-        before (None: no rows), and how many were new. The batch's frame as stored is made from it
-        after the commit, off this thread (:meth:`_merged`). ``rows``: its staging rows are those
-        rowids of the bulk scratch table already (:mod:`.bulk`)."""
-        from trawl.stores.sqlite import merge
-
-        if not frame.height:
-            return None, 0
-        if rows is not None:
-            merge.stage(con, self._stage_loaded, frame, rows)
-        else:
-            merge.stage(con, self._stage, frame)
-        merge.upsert(con, self._upsert, frame.height, now)
-        known = self._read_known(con)
-        return known, frame.height - known.height
-
-    def _read_known(self, con: sqlite3.Connection) -> pl.DataFrame:
-        """The merged provenance of the URLs this batch did not bring first (inside the transaction)."""
-        from trawl.stores.sqlite import merge
-
-        return merge.read_known(con)
 
     def _table(self, con: sqlite3.Connection, batch_type: type[Batch]) -> KindTable:
         """A declared kind's table, made (or completed) the first time this store meets the kind."""

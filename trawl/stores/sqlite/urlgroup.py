@@ -15,7 +15,8 @@ on a full disk) or its COMMIT fails, every batch of it fails: none was reported 
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from trawl.errors import StoreError
 from trawl.stores.contract import PartlyStored
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from trawl.records.batches import Batch
     from trawl.stores.writer import Queued
 
+T = TypeVar("T")
+
 
 def grouped(batch: Batch) -> bool:
     """A URL batch is written with others (:func:`write_url_group`); a declared kind's alone."""
@@ -35,30 +38,30 @@ def grouped(batch: Batch) -> bool:
     return isinstance(batch, UrlBatch) and not type(batch).STAGED and prestage.stage_file(batch) is None
 
 
-async def staging_rows_off_reactor(frame: pl.DataFrame) -> pl.DataFrame | None:
-    """The batch's staging rows (:func:`~.merge.staging_rows`), made on a pool thread before the
-    batch is queued: the writer thread is the four-source crawl's critical path (busy 9.2 s of
-    10.3, py-spy), and this sort and join was 0.65 s of it; polars releases the GIL meanwhile."""
-    if not frame.height:
-        return None
+async def _on_pool(function: Callable[..., T], *args: object) -> T:
+    """``function(*args)`` on the reactor's thread pool, awaited (polars releases the GIL there)."""
     from scrapy.utils.defer import maybe_deferred_to_future
     from twisted.internet.threads import deferToThread
 
+    return await maybe_deferred_to_future(deferToThread(function, *args))
+
+
+async def staging_rows_off_reactor(frame: pl.DataFrame) -> pl.DataFrame | None:
+    """The batch's staging rows (:func:`~.merge.staging_rows`), made on a pool thread before the
+    batch is queued: the writer thread is the four-source crawl's critical path (busy 9.2 s of
+    10.3, py-spy), and this sort and join was 0.65 s of it."""
     from trawl.stores.sqlite import merge
 
-    return await maybe_deferred_to_future(deferToThread(merge.staging_rows, frame))
+    return await _on_pool(merge.staging_rows, frame) if frame.height else None
 
 
 async def merged_off_reactor(frame: pl.DataFrame, known: pl.DataFrame, run: int) -> pl.DataFrame:
     """The batch's frame as stored (:func:`~.merge.with_merged`: the merged provenance of its known
     URLs joined in, ``new`` and ``repeat``), made on a pool thread after the commit: on the writer
     thread it was 0.8 s of the four-source crawl's 9.2 busy seconds (py-spy)."""
-    from scrapy.utils.defer import maybe_deferred_to_future
-    from twisted.internet.threads import deferToThread
-
     from trawl.stores.sqlite import merge
 
-    return await maybe_deferred_to_future(deferToThread(merge.with_merged, frame, known, run))
+    return await _on_pool(merge.with_merged, frame, known, run)
 
 
 def write_url_group(group: list[Queued]) -> None:
